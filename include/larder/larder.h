@@ -1,0 +1,88 @@
+/*
+ * Larder: a collective read cache for MPI training jobs. C API.
+ *
+ * Conventions (stated once, for every function below):
+ *  - Lifecycle and stats calls return a larder_status_t; larder_last_error() gives the message
+ *    of the calling thread's last failure. Out-parameters come last and are set only on success.
+ *  - File calls (larder_open ... larder_stat) behave exactly like their POSIX namesakes: the
+ *    result, or -1 with errno set, with the errno the file system itself would have given.
+ *    A path outside LARDER_PREFIX, or a file opened for writing, is passed straight to the
+ *    operating system (with no prefix set, every regular file opened read-only is cached).
+ *  - All file calls are thread-safe. larder_init and larder_finalize are collective over the
+ *    communicator given to larder_init and must be called by one thread of each rank.
+ *  - Descriptors returned by larder_open are real descriptor numbers reserved for Larder; use
+ *    them only with larder_* calls. They are valid until larder_close or larder_finalize.
+ */
+#ifndef LARDER_LARDER_H_
+#define LARDER_LARDER_H_
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  LARDER_OK = 0,
+  LARDER_ERR_INVALID_ARGUMENT = 1, /* bad configuration or argument; see larder_last_error() */
+  LARDER_ERR_IO = 2,
+  LARDER_ERR_NO_SPACE = 3,
+  LARDER_ERR_TIMEOUT = 4,
+  LARDER_ERR_TRANSPORT = 5,
+  LARDER_ERR_MPI = 6,
+  LARDER_ERR_NOT_INITIALIZED = 7,
+  LARDER_ERR_ALREADY_INITIALIZED = 8,
+  LARDER_ERR_NO_MEMORY = 9,
+  LARDER_ERR_INTERNAL = 10
+} larder_status_t;
+
+/* Starts Larder over `comm` (collective; MPI must be initialized with MPI_THREAD_MULTIPLE for a
+ * communicator of more than one rank). MPI_COMM_NULL starts a cache private to this process.
+ * Settings come from the environment (LARDER_*; docs/user-guide.md). */
+larder_status_t larder_init(MPI_Comm comm);
+/* Stops Larder (collective): writes LARDER_STATS, prints the summary line on rank 0, removes
+ * every node-local file of the job. */
+larder_status_t larder_finalize(void);
+/* 1 when Larder is running in this process, else 0. */
+int larder_initialized(void);
+/* The message of this thread's last failed larder_* call ("" if none). */
+const char* larder_last_error(void);
+
+int larder_open(const char* path, int flags, ...);
+int larder_close(int fd);
+ssize_t larder_read(int fd, void* buf, size_t count);
+ssize_t larder_pread(int fd, void* buf, size_t count, off_t offset);
+off_t larder_lseek(int fd, off_t offset, int whence);
+int larder_fstat(int fd, struct stat* st);
+int larder_stat(const char* path, struct stat* st);
+/* 1 when `path` is served by the cache (under a prefix, by its canonical name), else 0. */
+int larder_is_managed(const char* path);
+
+/* This rank's counters so far (the job totals are written at finalize). */
+typedef struct larder_stats {
+  uint64_t pfs_bytes_read;
+  uint64_t pfs_read_ops;
+  uint64_t pfs_stat_ops;
+  uint64_t pfs_list_ops;
+  uint64_t hits_self;
+  uint64_t hits_node;
+  uint64_t hits_remote;
+  uint64_t misses;
+  uint64_t fallbacks;
+  uint64_t transport_bytes;
+} larder_stats_t;
+
+larder_status_t larder_stats_get(larder_stats_t* stats_p);
+/* This rank's counters as JSON (the format of LARDER_STATS). Writes at most `size` bytes
+ * including the terminating NUL into `buf`; *needed_p receives the full length + 1. */
+larder_status_t larder_stats_json(char* buf, size_t size, size_t* needed_p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LARDER_LARDER_H_ */

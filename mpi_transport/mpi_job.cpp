@@ -1,0 +1,214 @@
+#include "mpi_transport/mpi_job.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "mpi_transport/comm.hpp"
+#include "mpi_transport/mpi_status.hpp"
+#include "mpi_transport/rma_transport.hpp"
+#include "mpi_transport/window_directory.hpp"
+#include "runtime/common/log.hpp"
+#include "runtime/tier/job_dir.hpp"
+#include "ucx_transport/ucx_factory.hpp"
+
+namespace larder {
+
+struct MpiJob::Impl {
+  mpi::Comm comm;
+  mpi::Comm node_comm;
+  std::unique_ptr<mpi::WindowDirectory> directory;
+  std::unique_ptr<mpi::RmaTransport> rma;
+  std::unique_ptr<ClosableTransport> ucx;
+  std::unique_ptr<ProgressThread> progress;
+};
+
+MpiJob::MpiJob() : impl_(std::make_unique<Impl>()) {}
+MpiJob::~MpiJob() = default;
+
+Status MpiJob::agree(MPI_Comm comm, const Status& local) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // The lowest failing rank, or INT_MAX when all succeeded.
+  const int mine = local.ok() ? INT32_MAX : rank;
+  int first = INT32_MAX;
+  if (Status s =
+          mpi::from_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+      !s.ok()) {
+    return s;
+  }
+  if (first == INT32_MAX) return {};
+  if (!local.ok()) return local;
+  return Status(Errc::kUnavailable, 0, "rank " + std::to_string(first) + " could not start larder");
+}
+
+Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& config) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  int parent_size = 1;
+  MPI_Comm_size(parent, &parent_size);
+  Status thread_ok;
+  if (provided < MPI_THREAD_MULTIPLE) {
+    thread_ok =
+        Status(Errc::kInvalidArgument, EINVAL,
+               "MPI was initialized without MPI_THREAD_MULTIPLE; larder needs it for its "
+               "progress thread (use MPI_Init_thread, or let larder's MPI_Init hook ask for it)");
+  }
+  if (Status s = agree(parent, thread_ok); !s.ok()) return s;
+
+  std::unique_ptr<MpiJob> job(new MpiJob());
+  auto comm = mpi::Comm::dup(parent);
+  if (!comm.ok()) return comm.status();
+  job->impl_->comm = std::move(*comm);
+  job->comm_ = job->impl_->comm.get();
+  MPI_Comm_set_errhandler(job->comm_, MPI_ERRORS_RETURN);
+  auto node = mpi::Comm::split_shared(job->comm_);
+  if (!node.ok()) return node.status();
+  job->impl_->node_comm = std::move(*node);
+  job->node_rank_ = job->impl_->node_comm.rank();
+
+  Topology& t = job->topology_;
+  t.rank = job->impl_->comm.rank();
+  t.size = job->impl_->comm.size();
+  t.node_of.assign(static_cast<std::size_t>(t.size), 0);
+  if (config.node_size > 0) {
+    for (int r = 0; r < t.size; ++r) t.node_of[static_cast<std::size_t>(r)] = r / config.node_size;
+  } else {
+    // Number nodes by the lowest world rank on each.
+    int leader = t.rank;
+    if (Status s = mpi::from_mpi(
+            MPI_Allreduce(&t.rank, &leader, 1, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
+            "MPI_Allreduce");
+        !s.ok()) {
+      return s;
+    }
+    std::vector<int> leaders(static_cast<std::size_t>(t.size));
+    if (Status s = mpi::from_mpi(
+            MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, job->comm_),
+            "MPI_Allgather");
+        !s.ok()) {
+      return s;
+    }
+    std::vector<int> distinct = leaders;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    for (int r = 0; r < t.size; ++r) {
+      t.node_of[static_cast<std::size_t>(r)] = static_cast<int>(
+          std::lower_bound(distinct.begin(), distinct.end(), leaders[static_cast<std::size_t>(r)]) -
+          distinct.begin());
+    }
+  }
+
+  char id[17] = {};
+  if (t.rank == 0) std::snprintf(id, sizeof id, "%s", JobDir::new_job_id().c_str());
+  if (Status s = mpi::from_mpi(MPI_Bcast(id, sizeof id, MPI_CHAR, 0, job->comm_), "MPI_Bcast");
+      !s.ok())
+    return s;
+  job->job_id_ = id;
+  log::set_rank(t.rank);
+  return job;
+}
+
+int MpiJob::ranks_sharing_budget() const noexcept {
+  return std::max(
+      1, topology_.ranks_on_node(topology_.node_of[static_cast<std::size_t>(topology_.rank)]));
+}
+
+Status MpiJob::barrier() {
+  return mpi::from_mpi(MPI_Barrier(comm_), "MPI_Barrier");
+}
+
+Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine) {
+  std::vector<std::uint64_t> send;
+  send.insert(send.end(), mine.counters.begin(), mine.counters.end());
+  send.insert(send.end(), mine.latency.begin(), mine.latency.end());
+  send.push_back(mine.latency_sum_ns);
+  std::vector<std::uint64_t> sum(send.size());
+  if (Status s = mpi::from_mpi(MPI_Reduce(send.data(), sum.data(), static_cast<int>(send.size()),
+                                          MPI_UINT64_T, MPI_SUM, 0, comm_),
+                               "MPI_Reduce");
+      !s.ok()) {
+    return s;
+  }
+  std::uint64_t max = 0;
+  if (Status s = mpi::from_mpi(
+          MPI_Reduce(&mine.latency_max_ns, &max, 1, MPI_UINT64_T, MPI_MAX, 0, comm_), "MPI_Reduce");
+      !s.ok()) {
+    return s;
+  }
+  StatsSnapshot total;
+  std::size_t i = 0;
+  for (auto& c : total.counters) c = sum[i++];
+  for (auto& b : total.latency) b = sum[i++];
+  total.latency_sum_ns = sum[i];
+  total.latency_max_ns = max;
+  total.ranks = topology_.size;
+  return total;
+}
+
+Status MpiJob::start(const Config& config, const LocalTiers& tiers) {
+  Status local;
+  auto directory = mpi::WindowDirectory::create(comm_, config.dir_slots);
+  if (!directory.ok()) return directory.status();
+  impl_->directory = std::move(*directory);
+  auto rma = mpi::RmaTransport::create(comm_, tiers);
+  if (!rma.ok()) return rma.status();
+  impl_->rma = std::move(*rma);
+  if (config.transport == TransportKind::kUcx) {
+    auto ucx = make_ucx_transport(comm_, tiers);
+    // A rank whose UCX could not start makes every rank use MPI, so the choice is uniform.
+    Status agreed = agree(ucx.ok() ? Status() : ucx.status());
+    if (agreed.ok()) {
+      impl_->ucx = std::move(*ucx);
+    } else {
+      if (ucx.ok()) (void)(*ucx)->close();
+      if (topology_.rank == 0) {
+        LARDER_LOG_WARN("the ucx transport could not start ({}); using mpi", agreed.message());
+      }
+    }
+  }
+  impl_->progress = std::make_unique<ProgressThread>(std::chrono::microseconds(50),
+                                                     std::chrono::microseconds(1000));
+  MPI_Comm comm = comm_;
+  impl_->progress->add([comm] {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
+    return false;
+  });
+  if (impl_->ucx) impl_->progress->add([t = impl_->ucx.get()] { return t->progress(); });
+  impl_->progress->start();
+  return {};
+}
+
+Directory* MpiJob::directory() const noexcept {
+  return impl_->directory.get();
+}
+
+Transport* MpiJob::transport() const noexcept {
+  if (impl_->ucx) return impl_->ucx.get();
+  return impl_->rma.get();
+}
+
+ProgressThread* MpiJob::progress() const noexcept {
+  return impl_->progress.get();
+}
+
+Status MpiJob::close() {
+  Status first;
+  auto keep = [&first](Status s) {
+    if (first.ok() && !s.ok()) first = std::move(s);
+  };
+  // Every rank has finished reading before any window goes away.
+  keep(barrier());
+  if (impl_->progress) impl_->progress->stop();
+  if (impl_->ucx) keep(impl_->ucx->close());
+  if (impl_->rma) keep(impl_->rma->close());
+  if (impl_->directory) keep(impl_->directory->close());
+  keep(impl_->node_comm.close());
+  keep(impl_->comm.close());
+  comm_ = MPI_COMM_NULL;
+  return first;
+}
+
+}  // namespace larder

@@ -1,0 +1,70 @@
+// MpiJob: the collective side of a Larder session over MPI.
+//
+// Owns a private duplicate of the application's communicator (Larder's traffic never mixes
+// with the application's), the topology (real nodes from MPI_Comm_split_type, or emulated ones
+// from LARDER_NODE_SIZE), the window directory, the data transport and the progress thread.
+// Everything here is collective unless said otherwise.
+#ifndef LARDER_MPI_TRANSPORT_MPI_JOB_HPP_
+#define LARDER_MPI_TRANSPORT_MPI_JOB_HPP_
+
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "runtime/common/status.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/directory/directory.hpp"
+#include "runtime/stats/stats.hpp"
+#include "runtime/tier/local_tiers.hpp"
+#include "runtime/transport/progress_thread.hpp"
+#include "runtime/transport/topology.hpp"
+#include "runtime/transport/transport.hpp"
+
+namespace larder {
+
+class MpiJob {
+ public:
+  // Agrees collectively that every rank could start (`local` is this rank's verdict): returns
+  // OK on all ranks, or on all ranks an error (this rank's own, or "rank R failed: ...").
+  static Status agree(MPI_Comm comm, const Status& local);
+
+  static Result<std::unique_ptr<MpiJob>> create(MPI_Comm comm, const Config& config);
+  MpiJob(const MpiJob&) = delete;
+  MpiJob& operator=(const MpiJob&) = delete;
+  ~MpiJob();
+
+  const Topology& topology() const noexcept { return topology_; }
+  const std::string& job_id() const noexcept { return job_id_; }
+  // The first rank of this rank's physical node (removes node files, cleans stale jobs).
+  bool node_leader() const noexcept { return node_rank_ == 0; }
+  // Ranks sharing this rank's budget: its emulated node, or its physical node.
+  int ranks_sharing_budget() const noexcept;
+
+  Status barrier();
+  Status agree(const Status& local) { return agree(comm_, local); }
+  // Sums the snapshots of all ranks; the result is meaningful on rank 0.
+  Result<StatsSnapshot> reduce_stats(const StatsSnapshot& mine);
+
+  // Builds the directory, the data transport over `tiers` and starts the progress thread.
+  Status start(const Config& config, const LocalTiers& tiers);
+  Directory* directory() const noexcept;
+  Transport* transport() const noexcept;
+  ProgressThread* progress() const noexcept;
+
+  // Stops progress, frees windows and communicators.
+  Status close();
+
+ private:
+  MpiJob();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  Topology topology_;
+  std::string job_id_;
+  int node_rank_ = 0;
+  MPI_Comm comm_ = MPI_COMM_NULL;  // owned by impl_
+};
+
+}  // namespace larder
+
+#endif  // LARDER_MPI_TRANSPORT_MPI_JOB_HPP_

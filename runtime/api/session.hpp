@@ -1,0 +1,74 @@
+// Session: everything larder_init builds and larder_finalize tears down, owned in one place.
+//
+// Member order is teardown order (last declared, first destroyed): the cache goes before the
+// directory and transport it uses, and those before the arenas they expose.
+#ifndef LARDER_RUNTIME_API_SESSION_HPP_
+#define LARDER_RUNTIME_API_SESSION_HPP_
+
+#include <memory>
+
+#include "runtime/api/file_table.hpp"
+#include "runtime/cache/cache.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/directory/directory.hpp"
+#include "runtime/pfs/file_system.hpp"
+#include "runtime/stats/stats.hpp"
+#include "runtime/tier/job_dir.hpp"
+#include "runtime/tier/local_tiers.hpp"
+#include "runtime/tier/peer_arenas.hpp"
+#include "runtime/transport/progress_thread.hpp"
+#include "runtime/transport/topology.hpp"
+#include "runtime/transport/transport.hpp"
+
+namespace larder {
+
+class MpiJob;  // mpi_transport: the collective side of a session over MPI
+
+class Session {
+ public:
+  // A cache private to this process (no MPI).
+  static Result<std::unique_ptr<Session>> create_local(Config config);
+  // Collective over `job`'s communicator.
+  static Result<std::unique_ptr<Session>> create_mpi(Config config, std::unique_ptr<MpiJob> job);
+
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+  ~Session();
+
+  // Collective: totals the stats, writes LARDER_STATS, prints the summary (rank 0), frees the
+  // MPI resources and removes this job's node-local files. Call once.
+  Status close();
+
+  const Config& config() const noexcept { return config_; }
+  Stats& stats() noexcept { return stats_; }
+  Cache& cache() noexcept { return *cache_; }
+  FileTable& files() noexcept { return files_; }
+  const Topology& topology() const noexcept { return topology_; }
+  const JobDir& job_dir() const noexcept { return job_dir_; }
+
+ private:
+  explicit Session(Config config);
+  Status build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_share);
+  void build_cache();
+  Status close_mpi();
+
+  Config config_;
+  Stats stats_;
+  Topology topology_;
+  JobDir job_dir_;
+  LocalTiers tiers_;
+  std::unique_ptr<PeerArenas> peers_;
+  std::unique_ptr<FileSystem> pfs_;
+  std::unique_ptr<MpiJob> mpi_;           // null for a local session
+  std::unique_ptr<Directory> directory_;  // LocalDirectory, or owned by mpi_ (then null)
+  Directory* directory_view_ = nullptr;
+  Transport* transport_view_ = nullptr;      // owned by mpi_
+  ProgressThread* progress_view_ = nullptr;  // owned by mpi_
+  std::unique_ptr<Cache> cache_;
+  FileTable files_;
+  bool closed_ = false;
+};
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_API_SESSION_HPP_

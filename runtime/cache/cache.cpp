@@ -1,0 +1,282 @@
+#include "runtime/cache/cache.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/chunk/chunk_math.hpp"
+#include "runtime/common/log.hpp"
+#include "runtime/path/path.hpp"
+
+namespace larder {
+namespace {
+
+// Errors that are answers about the path (cached like a successful stat); anything else (EIO,
+// ENOMEM...) says nothing lasting and is not cached.
+bool is_lasting_error(int err) noexcept {
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ELOOP || err == ENAMETOOLONG ||
+         err == EPERM;
+}
+
+constexpr std::int32_t kDirectOwner = -1;  // memo marker: read this chunk from the PFS
+
+}  // namespace
+
+Cache::Cache(CacheParts parts)
+    : config_(*parts.config),
+      stats_(*parts.stats),
+      pfs_(*parts.pfs),
+      directory_(*parts.directory),
+      tiers_(*parts.tiers),
+      peers_(parts.peers),
+      transport_(parts.transport),
+      progress_(parts.progress),
+      topology_(std::move(parts.topology)) {}
+
+bool Cache::memo_find(const Key& key, Payload* out) {
+  std::shared_lock lock(memo_mu_);
+  auto it = memo_.find(key);
+  if (it == memo_.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+void Cache::memo_put(const Key& key, const Payload& payload) {
+  std::unique_lock lock(memo_mu_);
+  memo_.insert_or_assign(key, payload);
+}
+
+// ---- metadata --------------------------------------------------------------------------------
+
+Result<PathRecord> Cache::lookup(const std::string& path) {
+  const Key key = path_key(KeyKind::kPath, path);
+  Payload payload;
+  if (memo_find(key, &payload)) {
+    stats_.add(Counter::meta_hits);
+    return unpack<PathRecord>(payload);
+  }
+  stats_.add(Counter::directory_ops);
+  auto claim = directory_.acquire(key);
+  if (!claim.ok()) {
+    LARDER_LOG_LIMITED(kDebug, "directory cannot hold {}: {}", path, claim.status().to_string());
+    return resolve_and_publish(path, key, false);
+  }
+  if (claim->outcome == Claim::Outcome::kLoading) {
+    stats_.add(Counter::waits);
+    claim = directory_.wait(key, config_.wait_timeout);
+    if (!claim.ok()) return resolve_and_publish(path, key, false);
+  }
+  switch (claim->outcome) {
+    case Claim::Outcome::kReady:
+      stats_.add(Counter::meta_hits);
+      memo_put(key, claim->payload);
+      return unpack<PathRecord>(claim->payload);
+    case Claim::Outcome::kClaimed:
+      return resolve_and_publish(path, key, true);
+    case Claim::Outcome::kLoading:
+    case Claim::Outcome::kFailed:
+      break;
+  }
+  return resolve_and_publish(path, key, false);
+}
+
+Result<PathRecord> Cache::resolve_and_publish(const std::string& path, const Key& key,
+                                              bool claimed) {
+  stats_.add(Counter::meta_misses);
+  PathRecord record;
+  auto resolved = pfs_.resolve(path);
+  if (resolved.ok()) {
+    record.meta = resolved->meta;
+    record.file = file_id_of(resolved->canonical);
+    const bool managed = config_.prefixes.empty() || config_.lexically_managed(resolved->canonical);
+    record.flags = managed ? PathRecord::kManaged : 0;
+  } else {
+    record.error = resolved.status().native_code();
+    if (!is_lasting_error(record.error)) {
+      if (claimed) (void)directory_.abandon(key);
+      return record;  // an answer for this call only
+    }
+  }
+  const Payload payload = pack(record);
+  if (claimed) {
+    if (Status s = directory_.publish(key, payload); !s.ok()) {
+      LARDER_LOG_LIMITED(kWarn, "cannot publish metadata of {}: {}", path, s.to_string());
+    }
+  }
+  memo_put(key, payload);
+  return record;
+}
+
+// ---- data ------------------------------------------------------------------------------------
+
+Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> into,
+                                std::uint64_t offset) {
+  const auto start = std::chrono::steady_clock::now();
+  if (progress_ != nullptr) progress_->notify_activity();
+  const ChunkGeometry geometry{file.size, config_.chunk_size};
+  std::size_t total = 0;
+  Status error;
+  bool short_read = false;
+  for_each_piece(geometry, offset, into.size(), [&](const ChunkPiece& piece) {
+    auto dst = into.subspan(piece.offset_in_buffer, piece.length);
+    auto located = locate(file, piece.index);
+    if (!located.ok()) {
+      error = located.status();
+      return false;
+    }
+    if (located->source == Source::kCache &&
+        copy_out(located->record, piece.offset_in_chunk, dst, !located->fresh)) {
+      total += dst.size();
+      return true;
+    }
+    stats_.add(Counter::fallbacks);
+    auto n = read_direct(file, piece.index * config_.chunk_size + piece.offset_in_chunk, dst);
+    if (!n.ok()) {
+      error = n.status();
+      return false;
+    }
+    total += *n;
+    short_read = *n < dst.size();
+    return !short_read;
+  });
+  stats_.add(Counter::app_read_calls);
+  stats_.add(Counter::app_bytes_read, total);
+  stats_.record_latency(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count()));
+  if (!error.ok() && total == 0) return error;
+  return total;
+}
+
+Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index) {
+  const Key key = chunk_key(file.id, index);
+  Payload payload;
+  if (memo_find(key, &payload)) {
+    const auto record = unpack<ChunkRecord>(payload);
+    return Located{record.owner == kDirectOwner ? Source::kDirect : Source::kCache, record};
+  }
+  stats_.add(Counter::directory_ops);
+  auto claim = directory_.acquire(key);
+  if (!claim.ok()) {
+    LARDER_LOG_LIMITED(kDebug, "directory cannot hold chunk {} of {}: {}", index, file.path,
+                       claim.status().to_string());
+    return Located{};
+  }
+  if (claim->outcome == Claim::Outcome::kLoading) {
+    stats_.add(Counter::waits);
+    claim = directory_.wait(key, config_.wait_timeout);
+    if (!claim.ok()) {
+      LARDER_LOG_LIMITED(kWarn, "waiting for chunk {} of {} failed: {}", index, file.path,
+                         claim.status().to_string());
+      return Located{};
+    }
+  }
+  switch (claim->outcome) {
+    case Claim::Outcome::kReady: {
+      memo_put(key, claim->payload);
+      return Located{Source::kCache, unpack<ChunkRecord>(claim->payload)};
+    }
+    case Claim::Outcome::kClaimed:
+      return load(file, index, key);
+    case Claim::Outcome::kFailed: {
+      ChunkRecord direct;
+      direct.owner = kDirectOwner;
+      memo_put(key, pack(direct));
+      return Located{};
+    }
+    case Claim::Outcome::kLoading:
+      break;
+  }
+  return Located{};
+}
+
+Result<Cache::Located> Cache::load(const CachedFile& file, std::uint64_t index, const Key& key) {
+  const ChunkGeometry geometry{file.size, config_.chunk_size};
+  const std::uint64_t length = geometry.chunk_length(index);
+  auto place = tiers_.allocate(length);
+  if (!place.ok()) {
+    (void)directory_.abandon(key);
+    return Located{};
+  }
+  Arena* arena = tiers_.get(place->tier);
+  std::span<std::byte> dst(arena->data() + place->offset, length);
+  auto n = pfs_.read(file.path, index * config_.chunk_size, dst);
+  if (!n.ok()) {
+    (void)directory_.abandon(key);
+    return n.status();
+  }
+  if (*n != length) {
+    LARDER_LOG_LIMITED(kWarn,
+                       "{} is shorter than its cached size ({} bytes): it changed during the "
+                       "job; reading it from the file system",
+                       file.path, file.size);
+    (void)directory_.abandon(key);
+    return Located{};
+  }
+  stats_.add(Counter::misses);
+  stats_.add(Counter::cached_chunks);
+  stats_.add(Counter::cached_bytes, length);
+  ChunkRecord record;
+  record.owner = topology_.rank;
+  record.tier = place->tier;
+  record.offset = place->offset;
+  record.length = length;
+  const Payload payload = pack(record);
+  if (Status s = directory_.publish(key, payload); !s.ok()) {
+    LARDER_LOG_LIMITED(kWarn, "cannot publish chunk {} of {}: {}", index, file.path, s.to_string());
+  }
+  memo_put(key, payload);
+  return Located{Source::kCache, record, /*fresh=*/true};
+}
+
+bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
+                     std::span<std::byte> into, bool count_hit) {
+  if (offset_in_chunk + into.size() > record.length) return false;
+  const std::uint64_t offset = record.offset + offset_in_chunk;
+  const auto tier_counter = record.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem;
+  if (record.owner == topology_.rank) {
+    const Arena* arena = tiers_.get(record.tier);
+    if (arena == nullptr || offset + into.size() > arena->capacity()) return false;
+    std::memcpy(into.data(), arena->data() + offset, into.size());
+    if (count_hit) {
+      stats_.add(Counter::hits_self);
+      stats_.add(tier_counter);
+    }
+    return true;
+  }
+  if (record.owner < 0 || record.owner >= topology_.size) return false;
+  if (peers_ != nullptr && topology_.same_node(record.owner, topology_.rank)) {
+    auto arena = peers_->get(record.owner, record.tier);
+    if (arena.ok() && offset + into.size() <= (*arena)->capacity()) {
+      std::memcpy(into.data(), (*arena)->data() + offset, into.size());
+      stats_.add(Counter::hits_node);
+      stats_.add(tier_counter);
+      return true;
+    }
+    if (!arena.ok()) {
+      LARDER_LOG_LIMITED(kWarn, "cannot map the arena of rank {}: {}", record.owner,
+                         arena.status().to_string());
+    }
+    return false;
+  }
+  if (transport_ == nullptr) return false;
+  stats_.add(Counter::transport_gets);
+  if (Status s = transport_->get(record.owner, record.tier, offset, into); !s.ok()) {
+    stats_.add(Counter::transport_errors);
+    LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
+                       into.size(), record.owner, s.to_string());
+    return false;
+  }
+  stats_.add(Counter::hits_remote);
+  stats_.add(tier_counter);
+  stats_.add(Counter::transport_bytes, into.size());
+  return true;
+}
+
+Result<std::size_t> Cache::read_direct(const CachedFile& file, std::uint64_t offset,
+                                       std::span<std::byte> into) {
+  return pfs_.read(file.path, offset, into);
+}
+
+}  // namespace larder

@@ -1,0 +1,103 @@
+// Cache: the read path of docs/architecture.md for one rank.
+//
+// Reading a byte range visits each chunk it touches: this rank's memo of directory answers,
+// then the directory (claiming the chunk if nobody has), then the bytes from this rank's arena,
+// a node peer's arena (memcpy) or another node (transport). Any failure of the cache reads the
+// PFS directly and still returns the right bytes; errors of the PFS itself are returned as-is.
+// Thread-safe: many application threads may read at once.
+#ifndef LARDER_RUNTIME_CACHE_CACHE_HPP_
+#define LARDER_RUNTIME_CACHE_CACHE_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/cache/records.hpp"
+#include "runtime/config/config.hpp"
+#include "runtime/directory/directory.hpp"
+#include "runtime/pfs/file_system.hpp"
+#include "runtime/stats/stats.hpp"
+#include "runtime/tier/local_tiers.hpp"
+#include "runtime/tier/peer_arenas.hpp"
+#include "runtime/transport/progress_thread.hpp"
+#include "runtime/transport/topology.hpp"
+#include "runtime/transport/transport.hpp"
+
+namespace larder {
+
+// A managed regular file as the read path needs it.
+struct CachedFile {
+  std::string path;        // as opened (absolute, lexically clean): used for PFS reads
+  FileId id;               // canonical identity: used for chunk keys
+  std::uint64_t size = 0;  // from the cached stat
+};
+
+struct CacheParts {
+  const Config* config = nullptr;
+  Stats* stats = nullptr;
+  FileSystem* pfs = nullptr;
+  Directory* directory = nullptr;
+  LocalTiers* tiers = nullptr;
+  PeerArenas* peers = nullptr;         // null: no node-local sharing (single process)
+  Transport* transport = nullptr;      // null: no cross-node reads
+  ProgressThread* progress = nullptr;  // null: nobody to tell that reads are under way
+  Topology topology;
+};
+
+class Cache {
+ public:
+  explicit Cache(CacheParts parts);
+
+  // The stat() answer for `path` (absolute, lexically clean), from the PFS at most once per job.
+  // A non-OK Result means the cache could not answer (the caller asks the PFS itself); an
+  // answer that the path does not exist is an OK record with error == ENOENT.
+  Result<PathRecord> lookup(const std::string& path);
+
+  // Reads up to into.size() bytes at `offset`; fewer only at end of file. Errors are the PFS's
+  // errno (in native_code()).
+  Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into, std::uint64_t offset);
+
+  std::uint64_t chunk_size() const noexcept { return config_.chunk_size; }
+
+ private:
+  enum class Source { kCache, kDirect };
+  struct Located {
+    Source source = Source::kDirect;
+    ChunkRecord record;
+    bool fresh = false;  // loaded by this call: its first use is the miss, not a hit
+  };
+
+  Result<PathRecord> resolve_and_publish(const std::string& path, const Key& key, bool claimed);
+  Result<Located> locate(const CachedFile& file, std::uint64_t index);
+  Result<Located> load(const CachedFile& file, std::uint64_t index, const Key& key);
+  // Copies a piece out of a located chunk; false when the copy failed (fall back).
+  bool copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk, std::span<std::byte> into,
+                bool count_hit);
+  Result<std::size_t> read_direct(const CachedFile& file, std::uint64_t offset,
+                                  std::span<std::byte> into);
+
+  bool memo_find(const Key& key, Payload* out);
+  void memo_put(const Key& key, const Payload& payload);
+
+  const Config& config_;
+  Stats& stats_;
+  FileSystem& pfs_;
+  Directory& directory_;
+  LocalTiers& tiers_;
+  PeerArenas* peers_;
+  Transport* transport_;
+  ProgressThread* progress_;
+  const Topology topology_;
+
+  // Directory answers this rank has seen. Entries are immutable for the job, so remembering
+  // them saves a remote lookup (a remote atomic can cost milliseconds under Open MPI).
+  std::shared_mutex memo_mu_;
+  std::unordered_map<Key, Payload, KeyHash> memo_;  // guarded by memo_mu_
+};
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_CACHE_CACHE_HPP_

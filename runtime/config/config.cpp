@@ -1,0 +1,155 @@
+#include "runtime/config/config.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <string_view>
+
+#include "runtime/common/units.hpp"
+#include "runtime/path/path.hpp"
+
+namespace larder {
+namespace {
+
+Status bad(std::string_view var, std::string_view value, std::string_view accepted) {
+  return invalid_argument(std::string(var) + "='" + std::string(value) +
+                          "' is not valid: accepted " + std::string(accepted));
+}
+
+std::optional<bool> parse_bool(std::string_view v) {
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  return std::nullopt;
+}
+
+template <class T>
+std::optional<T> parse_int(std::string_view v) {
+  T out{};
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || ptr != v.data() + v.size()) return std::nullopt;
+  return out;
+}
+
+Status parse_prefixes(std::string_view value, Config& config) {
+  constexpr std::string_view kAccepted =
+      "a colon-separated list of absolute directory paths, e.g. /lus/data:/lus/envs";
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    std::size_t end = value.find(':', start);
+    if (end == std::string_view::npos) end = value.size();
+    std::string_view item = value.substr(start, end - start);
+    if (!item.empty()) {
+      if (item.front() != '/') return bad("LARDER_PREFIX", value, kAccepted);
+      std::string clean = path::lexically_normal(std::string(item));
+      config.prefixes.push_back(clean);
+      // A prefix given through a symlink also matches under its real name.
+      std::string real = path::real_path_or_empty(clean);
+      if (!real.empty() && real != clean) config.prefixes.push_back(real);
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::uint64_t default_mem_budget() noexcept {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 1ull << 30;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 4;
+}
+
+Result<Config> Config::parse(const Lookup& lookup) {
+  Config c;
+  c.mem_budget = default_mem_budget();
+  auto get = [&](const char* name) -> std::optional<std::string_view> {
+    const char* v = lookup(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string_view(v);
+  };
+  if (auto v = get("LARDER_ENABLE")) {
+    auto b = parse_bool(*v);
+    if (!b) return bad("LARDER_ENABLE", *v, "1, 0, true, false, yes, no, on or off");
+    c.enabled = *b;
+  }
+  if (auto v = get("LARDER_PREFIX")) {
+    if (Status s = parse_prefixes(*v, c); !s.ok()) return s;
+  }
+  constexpr std::string_view kSize =
+      "a byte count with an optional K, M, G or T suffix (powers of 1024), e.g. 8G";
+  if (auto v = get("LARDER_MEM")) {
+    auto n = parse_size(*v);
+    if (!n) return bad("LARDER_MEM", *v, kSize);
+    c.mem_budget = *n;
+  }
+  if (auto v = get("LARDER_DISK")) {
+    auto n = parse_size(*v);
+    if (!n) return bad("LARDER_DISK", *v, kSize);
+    c.disk_budget = *n;
+  }
+  if (auto v = get("LARDER_CHUNK")) {
+    auto n = parse_size(*v);
+    if (!n || *n < kMinChunk || *n > kMaxChunk || *n % 4096 != 0) {
+      return bad("LARDER_CHUNK", *v, "a multiple of 4K between 4K and 1G, e.g. 4M");
+    }
+    c.chunk_size = *n;
+  }
+  if (auto v = get("LARDER_DIR")) {
+    if (v->front() != '/') return bad("LARDER_DIR", *v, "an absolute directory path");
+    c.local_dir = path::lexically_normal(std::string(*v));
+  } else if (auto t = get("TMPDIR"); t && t->front() == '/') {
+    c.local_dir = path::lexically_normal(std::string(*t));
+  }
+  if (auto v = get("LARDER_SHM_DIR")) {
+    if (v->front() != '/') return bad("LARDER_SHM_DIR", *v, "an absolute directory path");
+    c.shm_dir = path::lexically_normal(std::string(*v));
+  }
+  if (auto v = get("LARDER_TRANSPORT")) {
+    if (*v == "ucx") {
+      c.transport = TransportKind::kUcx;
+    } else if (*v == "mpi") {
+      c.transport = TransportKind::kMpi;
+    } else {
+      return bad("LARDER_TRANSPORT", *v, "ucx or mpi");
+    }
+  }
+  if (auto v = get("LARDER_STATS")) c.stats_path = std::string(*v);
+  if (auto v = get("LARDER_LOG")) {
+    auto level = log::parse_level(*v);
+    if (!level) return bad("LARDER_LOG", *v, "off, error, warn, info, debug or trace");
+    c.log_level = *level;
+  }
+  if (auto v = get("LARDER_NODE_SIZE")) {
+    auto n = parse_int<int>(*v);
+    if (!n || *n < 0) return bad("LARDER_NODE_SIZE", *v, "0 (real nodes) or a positive rank count");
+    c.node_size = *n;
+  }
+  if (auto v = get("LARDER_DIR_SLOTS")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n < 64 || *n > (1u << 26)) {
+      return bad("LARDER_DIR_SLOTS", *v, "an integer between 64 and 67108864");
+    }
+    c.dir_slots = *n;
+  }
+  if (auto v = get("LARDER_TIMEOUT")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n == 0 || *n > 86400) return bad("LARDER_TIMEOUT", *v, "seconds, 1 to 86400");
+    c.wait_timeout = std::chrono::seconds(*n);
+  }
+  return c;
+}
+
+Result<Config> Config::from_environment() {
+  return parse([](const char* name) { return std::getenv(name); });
+}
+
+bool Config::lexically_managed(const std::string& p) const {
+  for (const std::string& prefix : prefixes) {
+    if (path::is_within(p, prefix)) return true;
+  }
+  return false;
+}
+
+}  // namespace larder

@@ -1,0 +1,54 @@
+// Config: Larder's settings, read once from the environment, validated, then immutable.
+//
+// Every variable, its default and what it accepts is listed in docs/user-guide.md. A bad value
+// is rejected with one message that names the variable and the values it accepts.
+#ifndef LARDER_RUNTIME_CONFIG_CONFIG_HPP_
+#define LARDER_RUNTIME_CONFIG_CONFIG_HPP_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/common/log.hpp"
+#include "runtime/common/status.hpp"
+
+namespace larder {
+
+enum class TransportKind : std::uint8_t { kUcx, kMpi };
+
+struct Config {
+  bool enabled = true;                             // LARDER_ENABLE
+  std::vector<std::string> prefixes;               // LARDER_PREFIX, absolute and lexically clean
+  std::uint64_t mem_budget = 0;                    // LARDER_MEM, bytes per node
+  std::uint64_t disk_budget = 0;                   // LARDER_DISK, bytes per node (0: no disk tier)
+  std::uint64_t chunk_size = 4ull << 20;           // LARDER_CHUNK
+  std::string local_dir = "/tmp";                  // LARDER_DIR: node-local directory (disk tier)
+  std::string shm_dir = "/dev/shm";                // LARDER_SHM_DIR: where memory arenas live
+  TransportKind transport = TransportKind::kMpi;   // LARDER_TRANSPORT
+  std::string stats_path;                          // LARDER_STATS (empty: no JSON)
+  log::Level log_level = log::Level::kWarn;        // LARDER_LOG
+  int node_size = 0;                               // LARDER_NODE_SIZE (0: real nodes)
+  std::uint32_t dir_slots = 1u << 16;              // LARDER_DIR_SLOTS, per rank
+  std::chrono::milliseconds wait_timeout{60'000};  // LARDER_TIMEOUT, seconds in the env
+
+  static constexpr std::uint64_t kMinChunk = 4096;
+  static constexpr std::uint64_t kMaxChunk = 1ull << 30;
+
+  // Reads a variable: returns null when it is unset. Tests pass a map; production getenv.
+  using Lookup = std::function<const char*(const char* name)>;
+  static Result<Config> parse(const Lookup& lookup);
+  static Result<Config> from_environment();
+
+  // True when `path` (absolute, lexically clean) is below one of the prefixes. With no
+  // prefixes configured, nothing is below a prefix.
+  bool lexically_managed(const std::string& path) const;
+};
+
+// The default memory budget: a quarter of the node's physical memory.
+std::uint64_t default_mem_budget() noexcept;
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_CONFIG_CONFIG_HPP_

@@ -1,0 +1,36 @@
+// FileSystem: the parallel file system as the read path sees it. An interface, so tests can
+// inject faults (tests/unit/support/faulty_file_system.hpp); PosixFileSystem is the real one.
+#ifndef LARDER_RUNTIME_PFS_FILE_SYSTEM_HPP_
+#define LARDER_RUNTIME_PFS_FILE_SYSTEM_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "runtime/common/status.hpp"
+#include "runtime/pfs/file_meta.hpp"
+
+namespace larder {
+
+struct ResolvedPath {
+  std::string canonical;  // symlink-free absolute name
+  FileMeta meta;          // stat() of the path (symlinks followed)
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // One path walk: the canonical name and stat() of `path`. On failure the Status carries the
+  // errno stat() would have set (ENOENT, ENOTDIR, EACCES, ELOOP...).
+  virtual Result<ResolvedPath> resolve(const std::string& path) = 0;
+  // Reads up to into.size() bytes at `offset` of the regular file `path`; fewer only at EOF.
+  // Failures carry the errno of open() or pread().
+  virtual Result<std::size_t> read(const std::string& path, std::uint64_t offset,
+                                   std::span<std::byte> into) = 0;
+};
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_PFS_FILE_SYSTEM_HPP_

@@ -1,0 +1,70 @@
+#include "runtime/pfs/posix_file_system.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include "runtime/common/sys.hpp"
+
+namespace larder {
+
+PosixFileSystem::PosixFileSystem(Stats& stats, std::size_t max_open_files)
+    : stats_(stats), max_open_files_(max_open_files) {}
+
+Result<ResolvedPath> PosixFileSystem::resolve(const std::string& path) {
+  stats_.add(Counter::pfs_stat_ops);
+  // O_PATH walks the path once, as stat() would, and fails with the same errno.
+  UniqueFd fd(sys::open(path.c_str(), O_PATH | O_CLOEXEC));
+  if (!fd.valid()) return from_errno(errno, "cannot resolve " + path);
+  struct stat st {};
+  if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat " + path);
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd.get());
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink(link, buf, sizeof buf - 1);
+  ResolvedPath out;
+  if (n > 0) {
+    out.canonical.assign(buf, static_cast<std::size_t>(n));
+  } else {
+    // No /proc: fall back to realpath(3), which walks the path component by component.
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real == nullptr) return from_errno(errno, "cannot resolve " + path);
+    out.canonical = real;
+    std::free(real);
+  }
+  out.meta = FileMeta::from_stat(st);
+  return out;
+}
+
+Result<std::shared_ptr<UniqueFd>> PosixFileSystem::open_cached(const std::string& path) {
+  std::lock_guard lock(mu_);
+  if (auto it = open_.find(path); it != open_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.position);
+    return it->second.fd;
+  }
+  stats_.add(Counter::pfs_open_ops);
+  auto fd = std::make_shared<UniqueFd>(sys::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd->valid()) return from_errno(errno, "cannot open " + path);
+  if (open_.size() >= max_open_files_) {
+    open_.erase(lru_.back());  // readers still holding the shared_ptr keep it open
+    lru_.pop_back();
+  }
+  lru_.push_front(path);
+  open_.emplace(path, Entry{fd, lru_.begin()});
+  return fd;
+}
+
+Result<std::size_t> PosixFileSystem::read(const std::string& path, std::uint64_t offset,
+                                          std::span<std::byte> into) {
+  auto fd = open_cached(path);
+  if (!fd.ok()) return fd.status();
+  stats_.add(Counter::pfs_read_ops);
+  const ssize_t n =
+      sys::pread_full((*fd)->get(), into.data(), into.size(), static_cast<off_t>(offset));
+  if (n < 0) return from_errno(errno, "cannot read " + path);
+  stats_.add(Counter::pfs_bytes_read, static_cast<std::uint64_t>(n));
+  return static_cast<std::size_t>(n);
+}
+
+}  // namespace larder

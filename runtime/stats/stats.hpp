@@ -1,0 +1,91 @@
+// Stats: the runtime's counters, a plain snapshot of them, and the job's stats JSON.
+//
+// Counters are relaxed atomics (statistics only, no ordering). A Snapshot is a plain copy that
+// can be summed over ranks (MPI_Reduce of the uint64 array) and written as JSON. The JSON keys
+// are a stable interface: later versions add keys, never rename them (docs/stats.md).
+#ifndef LARDER_RUNTIME_STATS_STATS_HPP_
+#define LARDER_RUNTIME_STATS_STATS_HPP_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "runtime/common/status.hpp"
+
+namespace larder {
+
+// The counters, in the order they are stored and reduced. X(name, json path)
+#define LARDER_STATS_COUNTERS(X)          \
+  X(pfs_bytes_read, "pfs.bytes_read")     \
+  X(pfs_read_ops, "pfs.read_ops")         \
+  X(pfs_stat_ops, "pfs.stat_ops")         \
+  X(pfs_open_ops, "pfs.open_ops")         \
+  X(pfs_list_ops, "pfs.list_ops")         \
+  X(hits_self, "hits.self")               \
+  X(hits_node, "hits.node")               \
+  X(hits_remote, "hits.remote")           \
+  X(hits_mem, "hits.tier.mem")            \
+  X(hits_disk, "hits.tier.disk")          \
+  X(misses, "misses")                     \
+  X(fallbacks, "fallbacks")               \
+  X(waits, "waits")                       \
+  X(meta_hits, "meta.hits")               \
+  X(meta_misses, "meta.misses")           \
+  X(transport_bytes, "transport.bytes")   \
+  X(transport_gets, "transport.gets")     \
+  X(transport_errors, "transport.errors") \
+  X(directory_ops, "directory.ops")       \
+  X(cached_bytes, "cache.bytes")          \
+  X(cached_chunks, "cache.chunks")        \
+  X(app_read_calls, "app.read_calls")     \
+  X(app_bytes_read, "app.bytes_read")
+
+enum class Counter : int {
+#define LARDER_STATS_ENUM(name, path) name,
+  LARDER_STATS_COUNTERS(LARDER_STATS_ENUM)
+#undef LARDER_STATS_ENUM
+      kCount
+};
+
+inline constexpr int kCounterCount = static_cast<int>(Counter::kCount);
+// Latency histogram of application reads: bucket i holds reads of [2^i, 2^(i+1)) ns.
+inline constexpr int kLatencyBuckets = 40;
+
+struct StatsSnapshot {
+  std::array<std::uint64_t, kCounterCount> counters{};
+  std::array<std::uint64_t, kLatencyBuckets> latency{};
+  std::uint64_t latency_sum_ns = 0;
+  std::uint64_t latency_max_ns = 0;
+  int ranks = 1;
+
+  std::uint64_t get(Counter c) const noexcept { return counters[static_cast<int>(c)]; }
+  void add(const StatsSnapshot& other) noexcept;
+  // The q-quantile (0..1) of the latency histogram, as the bucket's upper bound in ns.
+  std::uint64_t latency_quantile_ns(double q) const noexcept;
+  std::string to_json() const;
+  // One human-readable line for the rank-0 summary.
+  std::string summary_line() const;
+};
+
+class Stats {
+ public:
+  void add(Counter c, std::uint64_t n = 1) noexcept {
+    counters_[static_cast<int>(c)].fetch_add(n, std::memory_order_relaxed);
+  }
+  void record_latency(std::uint64_t ns) noexcept;
+  StatsSnapshot snapshot() const noexcept;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kCounterCount> counters_{};   // relaxed: stats only
+  std::array<std::atomic<std::uint64_t>, kLatencyBuckets> latency_{};  // relaxed
+  std::atomic<std::uint64_t> latency_sum_ns_{0};                       // relaxed
+  std::atomic<std::uint64_t> latency_max_ns_{0};                       // relaxed
+};
+
+// Writes the JSON to `path` atomically (temporary file, then rename).
+Status write_stats_file(const std::string& path, const StatsSnapshot& snapshot);
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_STATS_STATS_HPP_

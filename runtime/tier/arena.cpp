@@ -1,0 +1,106 @@
+#include "runtime/tier/arena.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
+
+namespace larder {
+namespace {
+
+constexpr std::uint64_t kPage = 4096;
+constexpr std::uint64_t kSmallAlign = 64;
+
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+}  // namespace
+
+Arena::Arena(std::string path, UniqueFd fd, std::byte* base, std::uint64_t capacity, bool writable)
+    : path_(std::move(path)),
+      fd_(std::move(fd)),
+      base_(base),
+      capacity_(capacity),
+      writable_(writable) {}
+
+Arena::~Arena() {
+  if (base_ != nullptr && capacity_ > 0 && sys::munmap(base_, capacity_) != 0) {
+    LARDER_LOG_WARN("munmap of arena {} failed: {}", path_, log::errno_text(errno));
+  }
+}
+
+Result<std::unique_ptr<Arena>> Arena::create(const std::string& path, std::uint64_t capacity) {
+  UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return from_errno(errno, "cannot create arena " + path);
+  capacity = capacity / kPage * kPage;
+  if (capacity > 0 && sys::ftruncate(fd.get(), static_cast<off_t>(capacity)) != 0) {
+    const int err = errno;
+    sys::unlink(path.c_str());
+    return from_errno(err, "cannot size arena " + path);
+  }
+  std::byte* base = nullptr;
+  if (capacity > 0) {
+    void* p = sys::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      sys::unlink(path.c_str());
+      return from_errno(err, "cannot map arena " + path);
+    }
+    base = static_cast<std::byte*>(p);
+  }
+  return std::unique_ptr<Arena>(new Arena(path, std::move(fd), base, capacity, true));
+}
+
+Result<std::unique_ptr<Arena>> Arena::attach(const std::string& path) {
+  UniqueFd fd(sys::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return from_errno(errno, "cannot open arena " + path);
+  struct stat st {};
+  if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat arena " + path);
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    return Status(Errc::kInvalidArgument, EPERM,
+                  "arena " + path + " is not private to this user (owner or mode differ)");
+  }
+  const auto capacity = static_cast<std::uint64_t>(st.st_size);
+  std::byte* base = nullptr;
+  if (capacity > 0) {
+    void* p = sys::mmap(nullptr, capacity, PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED) return from_errno(errno, "cannot map arena " + path);
+    base = static_cast<std::byte*>(p);
+  }
+  return std::unique_ptr<Arena>(new Arena(path, std::move(fd), base, capacity, false));
+}
+
+Result<std::uint64_t> Arena::allocate(std::uint64_t length) {
+  if (!writable_) return Status(Errc::kInvalidArgument, EBADF, "arena is read-only");
+  if (length == 0) length = 1;
+  const std::uint64_t align = length >= kPage ? kPage : kSmallAlign;
+  if (full_.load(std::memory_order_relaxed)) {
+    return Status(Errc::kNoSpace, ENOSPC, "arena " + path_ + " is full");
+  }
+  std::uint64_t offset = next_.load(std::memory_order_relaxed);
+  std::uint64_t start = 0;
+  do {
+    start = align_up(offset, align);
+    if (start + length > capacity_) {
+      return Status(Errc::kNoSpace, ENOSPC, "arena " + path_ + " budget is used up");
+    }
+  } while (!next_.compare_exchange_weak(offset, start + length, std::memory_order_relaxed));
+  // Back the range with real pages now: a store into an unbacked page of a full tmpfs would
+  // raise SIGBUS instead of returning ENOSPC.
+  if (sys::fallocate(fd_.get(), 0, static_cast<off_t>(start), static_cast<off_t>(length)) != 0) {
+    const int err = errno;
+    if (err != EOPNOTSUPP) {
+      full_.store(true, std::memory_order_relaxed);
+      LARDER_LOG_LIMITED(kWarn, "arena {} cannot grow by {} bytes: {}; reads go to the file system",
+                         path_, length, log::errno_text(err));
+      return from_errno(err, "cannot back arena " + path_);
+    }
+  }
+  return start;
+}
+
+}  // namespace larder

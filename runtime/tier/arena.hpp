@@ -1,0 +1,61 @@
+// Arena: one rank's node-local store of chunks, a file mapped shared (in /dev/shm for the
+// memory tier, in LARDER_DIR for the disk tier).
+//
+// The owner creates the file (mode 0600, inside a 0700 per-user directory) and maps it read-write;
+// the node's other ranks and worker processes attach it read-only. Space is handed out by a
+// lock-free bump pointer and backed with fallocate() before use, so a full file system shows up
+// as a failed allocation (the read falls back to the PFS) and never as SIGBUS on a store.
+// Chunks are immutable once written; there is no eviction yet.
+#ifndef LARDER_RUNTIME_TIER_ARENA_HPP_
+#define LARDER_RUNTIME_TIER_ARENA_HPP_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "runtime/common/status.hpp"
+#include "runtime/common/unique_fd.hpp"
+
+namespace larder {
+
+enum class Tier : std::uint8_t { kMem = 0, kDisk = 1 };
+inline constexpr int kTierCount = 2;
+
+class Arena {
+ public:
+  // Creates and maps a new arena file of `capacity` bytes (sparse until allocated).
+  static Result<std::unique_ptr<Arena>> create(const std::string& path, std::uint64_t capacity);
+  // Maps another rank's arena read-only.
+  static Result<std::unique_ptr<Arena>> attach(const std::string& path);
+
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+  ~Arena();
+
+  // Reserves `length` bytes and backs them with storage; kNoSpace when the budget or the file
+  // system is full. Thread-safe. Returns the offset of the reserved bytes.
+  Result<std::uint64_t> allocate(std::uint64_t length);
+
+  std::byte* data() const noexcept { return base_; }
+  std::uint64_t capacity() const noexcept { return capacity_; }
+  std::uint64_t used() const noexcept { return next_.load(std::memory_order_relaxed); }
+  const std::string& path() const noexcept { return path_; }
+  bool writable() const noexcept { return writable_; }
+
+ private:
+  Arena(std::string path, UniqueFd fd, std::byte* base, std::uint64_t capacity, bool writable);
+
+  std::string path_;
+  UniqueFd fd_;
+  std::byte* base_ = nullptr;
+  std::uint64_t capacity_ = 0;
+  bool writable_ = false;
+  std::atomic<std::uint64_t> next_{0};  // relaxed: the CAS itself orders the reservation
+  std::atomic<bool> full_{false};       // relaxed: a hint to stop trying
+};
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_TIER_ARENA_HPP_

@@ -1,0 +1,21 @@
+#include "runtime/tier/peer_arenas.hpp"
+
+#include <mutex>
+
+namespace larder {
+
+Result<const Arena*> PeerArenas::get(int rank, Tier tier) {
+  const auto key = std::make_pair(rank, tier);
+  {
+    std::shared_lock lock(mu_);
+    if (auto it = arenas_.find(key); it != arenas_.end())
+      return static_cast<const Arena*>(it->second.get());
+  }
+  auto arena = Arena::attach(path_of_(rank, tier));
+  if (!arena.ok()) return arena.status();
+  std::unique_lock lock(mu_);
+  auto [it, inserted] = arenas_.emplace(key, std::move(*arena));
+  return static_cast<const Arena*>(it->second.get());
+}
+
+}  // namespace larder

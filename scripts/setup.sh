@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Installs what Larder needs on Debian bookworm and builds HDF5 1.14.5 once per MPI.
+#
+# Idempotent and quiet when there is nothing to do. Safe to run on every build.
+#   - apt packages: installed only when missing (one `apt-get update` first, only then).
+#   - HDF5 1.14.5 (parallel, shared): built from Debian trixie's source package into
+#     $LARDER_DEPS/hdf5-1.14.5-<mpi> (default ~/.cache/larder-deps), outside the clone,
+#     and rebuilt only when missing or of another version.
+# Usage: scripts/setup.sh [--mpi mpich|openmpi|all]   (default: all)
+set -euo pipefail
+
+readonly HDF5_VERSION=1.14.5
+readonly HDF5_DEB_VERSION=1.14.5+repack-3
+DEPS_DIR=${LARDER_DEPS:-${HOME}/.cache/larder-deps}
+MPIS=(mpich openmpi)
+
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --mpi)
+      case ${2:-} in
+        mpich | openmpi) MPIS=("$2") ;;
+        all) MPIS=(mpich openmpi) ;;
+        *) echo "setup: --mpi accepts mpich, openmpi or all (got '${2:-}')" >&2; exit 2 ;;
+      esac
+      shift 2 ;;
+    *) echo "setup: unknown argument '$1' (accepted: --mpi mpich|openmpi|all)" >&2; exit 2 ;;
+  esac
+done
+
+log() { echo "setup: $*" >&2; }
+
+# Everything the build, the tests, the demo and the tools use.
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git dpkg-dev file
+  clang-format clang-tidy
+  mpich libmpich-dev openmpi-bin libopenmpi-dev
+  libucx-dev ucx-utils
+  libboost-program-options-dev libgtest-dev libgmock-dev
+  libyaml-cpp-dev libxxhash-dev libfmt-dev nlohmann-json3-dev libzip-dev zlib1g-dev libaec-dev
+  python3 python3-numpy python3-mpi4py python3-torch python3-yaml
+  gnuplot-nox sshfs openssh-server openssh-client fuse3 iproute2 procps psmisc
+)
+
+missing_packages() {
+  local pkg
+  for pkg in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null | grep -qx installed; then
+      echo "$pkg"
+    fi
+  done
+}
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO=sudo; fi
+
+APT_UPDATED=0
+apt_update_once() {
+  if [[ $APT_UPDATED -eq 0 ]]; then
+    $SUDO apt-get update -q >/dev/null 2>&1 || { log "apt-get update failed"; exit 1; }
+    APT_UPDATED=1
+  fi
+}
+
+install_packages() {
+  local missing
+  mapfile -t missing < <(missing_packages)
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  log "installing ${#missing[@]} missing packages: ${missing[*]}"
+  apt_update_once
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends \
+    "${missing[@]}" >/dev/null 2>&1 || { log "apt-get install failed"; exit 1; }
+}
+
+# Debian trixie's source package of HDF5 1.14.5 (bookworm has only 1.10, which lacks the VOL layer).
+fetch_hdf5_source() {
+  local src_dir=$DEPS_DIR/src
+  local tarball=$src_dir/hdf5_${HDF5_VERSION}+repack.orig.tar.gz
+  if [[ -f $tarball ]]; then echo "$tarball"; return 0; fi
+  mkdir -p "$src_dir"
+  local list=/etc/apt/sources.list.d/larder-trixie-src.sources
+  if ! grep -rqs 'trixie' /etc/apt/sources.list.d/ /etc/apt/sources.list 2>/dev/null \
+      || ! apt-cache showsrc "hdf5=${HDF5_DEB_VERSION}" >/dev/null 2>&1; then
+    log "adding a deb-src entry for Debian trixie (HDF5 ${HDF5_VERSION} source)"
+    $SUDO tee "$list" >/dev/null <<'SRC'
+Types: deb-src
+URIs: http://deb.debian.org/debian
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    APT_UPDATED=0
+    apt_update_once
+  fi
+  log "downloading the hdf5 ${HDF5_DEB_VERSION} source package"
+  (cd "$src_dir" && apt-get source -q --download-only "hdf5=${HDF5_DEB_VERSION}" >/dev/null 2>&1) || {
+    log "could not download hdf5=${HDF5_DEB_VERSION} from the trixie deb-src archive"; exit 1; }
+  echo "$tarball"
+}
+
+# Builds HDF5 (parallel, shared, C only, zlib and szip filters) with the given MPI's compiler.
+build_hdf5() {
+  local mpi=$1
+  local prefix=$DEPS_DIR/hdf5-${HDF5_VERSION}-${mpi}
+  local stamp=$prefix/.larder-hdf5-version
+  if [[ -f $stamp && $(cat "$stamp") == "${HDF5_VERSION} ${mpi}" && -x $prefix/bin/h5dump ]]; then
+    return 0
+  fi
+  local tarball
+  tarball=$(fetch_hdf5_source)
+  local build_dir
+  build_dir=$(mktemp -d "${DEPS_DIR}/build-hdf5-${mpi}.XXXXXX")
+  log "building hdf5 ${HDF5_VERSION} for ${mpi} into ${prefix} (about 2 minutes)"
+  tar xzf "$tarball" -C "$build_dir"
+  local cc=mpicc.${mpi}
+  rm -rf "$prefix"
+  (
+    cd "$build_dir"/hdf5-*
+    CC=$cc ./configure --prefix="$prefix" --enable-parallel --enable-shared --disable-static \
+      --disable-fortran --disable-cxx --disable-java --disable-tests \
+      --with-zlib --with-szlib --enable-build-mode=production >"$build_dir/configure.log" 2>&1 \
+      || { log "hdf5 configure failed for ${mpi}; see $build_dir/configure.log"; exit 1; }
+    make -j"$(nproc)" >"$build_dir/make.log" 2>&1 \
+      || { log "hdf5 build failed for ${mpi}; see $build_dir/make.log"; exit 1; }
+    make install >"$build_dir/install.log" 2>&1 \
+      || { log "hdf5 install failed for ${mpi}; see $build_dir/install.log"; exit 1; }
+  )
+  echo "${HDF5_VERSION} ${mpi}" >"$stamp"
+  rm -rf "$build_dir"
+}
+
+install_packages
+mkdir -p "$DEPS_DIR"
+for mpi in "${MPIS[@]}"; do build_hdf5 "$mpi"; done

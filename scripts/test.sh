@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The whole test suite on a fresh machine: installs what is missing, then
+#   1. MPICH, release: builds everything, runs every test (unit, MPI, end-to-end);
+#   2. MPICH, ASan + UBSan: builds and runs every test again under the sanitizers;
+#   3. Open MPI: builds and runs the MPI tests with the other MPI, so neither rots.
+# Usage: scripts/test.sh [--quick]   (--quick: step 1 only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+[[ ${1:-} == --quick ]] && quick=1
+
+scripts/setup.sh
+
+step() { printf '\n==== %s ====\n' "$*"; }
+run_preset() {
+  local preset=$1
+  step "configure + build: $preset"
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset"
+  step "test: $preset"
+  ctest --preset "$preset"
+}
+
+run_preset release
+if [[ $quick -eq 0 ]]; then
+  run_preset asan
+  run_preset openmpi
+fi
+step "all tests passed"

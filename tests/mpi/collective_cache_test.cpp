@@ -1,0 +1,215 @@
+// The collective cache across ranks: one PFS read per chunk per job, bytes identical to direct
+// reads, node locality, progress while a rank is outside MPI. Run with 2 and 4 ranks.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <larder/larder.hpp>
+#include <numeric>
+#include <random>
+
+#include "tests/mpi/mpi_fixture.hpp"
+#include "tests/support/data_files.hpp"
+
+namespace larder::testing {
+namespace {
+
+using CollectiveCacheTest = MpiFixture;
+
+struct DataFile {
+  std::string name;
+  std::uint64_t size;
+};
+
+std::uint64_t chunks_of(std::uint64_t size, std::uint64_t chunk) {
+  return (size + chunk - 1) / chunk;
+}
+
+std::vector<std::byte> read_through_larder(const std::string& path) {
+  File f(path);
+  std::vector<std::byte> buf(f.size());
+  std::size_t done = 0;
+  while (done < buf.size()) {
+    const std::size_t n = f.read_at(std::span(buf).subspan(done), done);
+    if (n == 0) break;
+    done += n;
+  }
+  buf.resize(done);
+  return buf;
+}
+
+TEST_F(CollectiveCacheTest, EveryRankReadsEveryFileAndThePfsOnce) {
+  const std::uint64_t c = chunk_size;
+  std::vector<DataFile> files = {{"empty", 0},           {"one", 1},
+                                 {"chunk-minus", c - 1}, {"chunk", c},
+                                 {"chunk-plus", c + 1},  {"fifty", 50ull << 20}};
+  std::mt19937_64 sizes(99);
+  for (int i = 0; i < 5; ++i)
+    files.push_back({"random" + std::to_string(i), sizes() % (3 * c + 1000)});
+  std::uint64_t total_chunks = 0, total_bytes = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    make_file(files[i].name, files[i].size, i + 1);
+    total_chunks += chunks_of(files[i].size, c);
+    total_bytes += files[i].size;
+  }
+  init();
+  std::vector<std::size_t> order(files.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(rank()) + 1);
+  for (int pass = 0; pass < 3; ++pass) {
+    std::shuffle(order.begin(), order.end(), rng);  // each rank, each pass, its own order
+    for (std::size_t i : order) {
+      const std::string p = data(files[i].name);
+      ASSERT_EQ(read_through_larder(p), read_whole(p)) << p << " on rank " << rank();
+    }
+  }
+  const auto stats = finalize();
+  EXPECT_EQ(stats["ranks"], size());
+  EXPECT_EQ(stats["pfs"]["read_ops"], total_chunks);
+  EXPECT_EQ(stats["pfs"]["bytes_read"], total_bytes);
+  EXPECT_EQ(stats["misses"], total_chunks);
+  EXPECT_EQ(stats["fallbacks"], 0);
+  EXPECT_EQ(stats["pfs"]["stat_ops"], files.size());
+}
+
+TEST_F(CollectiveCacheTest, AllRanksAskingForOneChunkAtOnceCauseOneRead) {
+  make_file("hot", chunk_size, 5);
+  init();
+  for (int round = 0; round < 3; ++round) {
+    barrier();  // everyone at the same instant
+    std::vector<std::byte> buf(chunk_size);
+    File f(data("hot"));
+    ASSERT_EQ(f.read_at(buf, 0), chunk_size);
+    ASSERT_EQ(buf, read_whole(data("hot")));
+  }
+  const auto stats = finalize();
+  EXPECT_EQ(stats["pfs"]["read_ops"], 1);
+  EXPECT_EQ(stats["pfs"]["stat_ops"], 1);
+  EXPECT_EQ(stats["misses"], 1);
+}
+
+TEST_F(CollectiveCacheTest, StatOfOnePathCostsOneStatFoundOrMissing) {
+  make_file("present", 1234, 6);
+  init();
+  struct stat direct {};
+  ASSERT_EQ(::stat(data("present").c_str(), &direct), 0);
+  for (int i = 0; i < 10; ++i) {
+    struct stat st {};
+    ASSERT_EQ(larder_stat(data("present").c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, direct.st_size);
+    EXPECT_EQ(st.st_ino, direct.st_ino);
+    EXPECT_EQ(st.st_mtim.tv_nsec, direct.st_mtim.tv_nsec);
+    errno = 0;
+    EXPECT_EQ(larder_stat(data("absent").c_str(), &st), -1);
+    EXPECT_EQ(errno, ENOENT);
+    EXPECT_EQ(larder_open(data("absent").c_str(), O_RDONLY), -1);
+    EXPECT_EQ(errno, ENOENT);
+  }
+  const auto stats = finalize();
+  EXPECT_EQ(stats["pfs"]["stat_ops"], 2);  // one per path for the whole job
+  EXPECT_EQ(stats["pfs"]["read_ops"], 0);
+}
+
+TEST_F(CollectiveCacheTest, HitsByTierFollowThePlacementAcrossEmulatedNodes) {
+  if (size() != 4) GTEST_SKIP() << "needs 4 ranks (2 emulated nodes of 2)";
+  set_env("LARDER_NODE_SIZE", "2");
+  make_file("four", 4 * chunk_size, 7);
+  init();
+  // Rank r loads chunk r; then everybody reads every chunk.
+  std::vector<std::byte> buf(chunk_size);
+  {
+    File f(data("four"));
+    ASSERT_EQ(f.read_at(buf, static_cast<std::uint64_t>(rank()) * chunk_size), chunk_size);
+  }
+  barrier();
+  const auto whole = read_whole(data("four"));
+  ASSERT_EQ(read_through_larder(data("four")), whole);
+  const auto stats = finalize();
+  EXPECT_EQ(stats["misses"], 4);
+  EXPECT_EQ(stats["hits"]["self"], 4);    // each rank's own chunk, on the second read
+  EXPECT_EQ(stats["hits"]["node"], 4);    // the neighbour's chunk, once per rank
+  EXPECT_EQ(stats["hits"]["remote"], 8);  // the other node's two chunks, per rank
+  EXPECT_EQ(stats["transport"]["bytes"], 8 * chunk_size);
+  EXPECT_EQ(stats["pfs"]["read_ops"], 4);
+}
+
+TEST_F(CollectiveCacheTest, ABusyOwnerDoesNotStallOthers) {
+  // Rank 0 loads every chunk, then blocks in read(2) on a FIFO (outside MPI) until every other
+  // rank has read all of them through the transport. Without a progress thread on rank 0 this
+  // deadlocks and the test times out: it cannot pass by luck.
+  set_env("LARDER_NODE_SIZE", "1");  // every rank its own node: reads go through the transport
+  const int nchunks = 8;
+  make_file("owned", nchunks * chunk_size, 8);
+  const std::string fifo = data("../progress.fifo");
+  if (rank() == 0) {
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  }
+  init();
+  if (rank() == 0) {
+    ASSERT_EQ(read_through_larder(data("owned")), read_whole(data("owned")));
+  }
+  barrier();
+  if (rank() == 0) {
+    int received = 0;
+    while (received < size() - 1) {
+      const int fd = ::open(fifo.c_str(), O_RDONLY);  // blocks until a writer comes
+      ASSERT_GE(fd, 0);
+      char c;
+      while (::read(fd, &c, 1) == 1) ++received;
+      ::close(fd);
+    }
+  } else {
+    ASSERT_EQ(read_through_larder(data("owned")), read_whole(data("owned")));
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "x", 1), 1);
+    ::close(fd);
+  }
+  const auto stats = finalize();
+  EXPECT_EQ(stats["pfs"]["read_ops"], nchunks);
+  EXPECT_EQ(stats["hits"]["remote"], nchunks * (size() - 1));
+}
+
+TEST_F(CollectiveCacheTest, AFullDirectoryShardDegradesToDirectReads) {
+  set_env("LARDER_DIR_SLOTS", "64");
+  make_file("many", 600 * chunk_size / 10, 9);  // 60 chunks
+  init();
+  for (int pass = 0; pass < 2; ++pass)
+    ASSERT_EQ(read_through_larder(data("many")), read_whole(data("many")));
+  const auto stats = finalize();
+  EXPECT_EQ(stats["fallbacks"].get<std::uint64_t>() + stats["misses"].get<std::uint64_t>() +
+                stats["hits"]["self"].get<std::uint64_t>() +
+                stats["hits"]["node"].get<std::uint64_t>() +
+                stats["hits"]["remote"].get<std::uint64_t>(),
+            2u * 60u * static_cast<std::uint64_t>(size()));
+}
+
+TEST_F(CollectiveCacheTest, AFullArenaDegradesToDirectReads) {
+  set_env("LARDER_MEM", std::to_string(2 * chunk_size * static_cast<std::uint64_t>(size())));
+  make_file("big", 20 * chunk_size, 10);
+  init();
+  for (int pass = 0; pass < 2; ++pass)
+    ASSERT_EQ(read_through_larder(data("big")), read_whole(data("big")));
+  const auto stats = finalize();
+  EXPECT_GT(stats["fallbacks"].get<std::uint64_t>(), 0u);
+  EXPECT_LE(stats["misses"].get<std::uint64_t>(), 2u * static_cast<std::uint64_t>(size()));
+}
+
+TEST_F(CollectiveCacheTest, FinalizeRemovesTheJobsNodeFiles) {
+  set_env("LARDER_SHM_DIR", data("../shm"));
+  if (rank() == 0) ::mkdir(data("../shm").c_str(), 0700);
+  make_file("x", 3 * chunk_size, 11);
+  init();
+  ASSERT_EQ(read_through_larder(data("x")), read_whole(data("x")));
+  finalize();
+  const std::string base = data("../shm/larder-") + std::to_string(::geteuid());
+  if (rank() == 0) {
+    for (const auto& e : std::filesystem::directory_iterator(base))
+      ADD_FAILURE() << "left behind: " << e.path();
+  }
+}
+
+}  // namespace
+}  // namespace larder::testing

@@ -1,0 +1,68 @@
+#include "tests/mpi/mpi_fixture.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "runtime/path/path.hpp"
+#include "tests/support/data_files.hpp"
+
+namespace larder::testing {
+
+void MpiFixture::SetUp() {
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  char buf[4096] = {};
+  if (rank_ == 0) {
+    root_ = std::make_unique<TempDir>("larder-mpi");
+    std::snprintf(buf, sizeof buf, "%s", path::real_path_or_empty(root_->path()).c_str());
+  }
+  MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, MPI_COMM_WORLD);
+  const std::string root = buf;
+  data_dir_ = root + "/data";
+  stats_path_ = root + "/stats.json";
+  if (rank_ == 0) ::mkdir(data_dir_.c_str(), 0755);
+  set_env("LARDER_PREFIX", data_dir_);
+  set_env("LARDER_CHUNK", std::to_string(chunk_size));
+  set_env("LARDER_MEM", "256M");
+  set_env("LARDER_STATS", stats_path_);
+  set_env("LARDER_LOG", "error");
+  barrier();
+}
+
+void MpiFixture::TearDown() {
+  if (larder_initialized()) finalize();
+  for (const std::string& name : env_set_) ::unsetenv(name.c_str());
+  env_set_.clear();
+  barrier();
+  root_.reset();
+}
+
+void MpiFixture::set_env(const std::string& name, const std::string& value) {
+  ::setenv(name.c_str(), value.c_str(), 1);
+  env_set_.push_back(name);
+}
+
+void MpiFixture::init() {
+  ::setenv("LARDER_CHUNK", std::to_string(chunk_size).c_str(), 1);
+  ASSERT_EQ(larder_init(MPI_COMM_WORLD), LARDER_OK) << larder_last_error();
+}
+
+nlohmann::json MpiFixture::finalize() {
+  EXPECT_EQ(larder_finalize(), LARDER_OK) << larder_last_error();
+  barrier();
+  std::ifstream in(stats_path_);
+  if (!in.good()) {
+    ADD_FAILURE() << "no stats file at " << stats_path_;
+    return {};
+  }
+  return nlohmann::json::parse(in);
+}
+
+void MpiFixture::make_file(const std::string& name, std::uint64_t size, std::uint64_t seed) {
+  if (rank_ == 0) write_data_file(data(name), size, seed);
+  barrier();
+}
+
+}  // namespace larder::testing

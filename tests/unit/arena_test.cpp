@@ -1,0 +1,97 @@
+#include "runtime/tier/arena.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "tests/support/temp_dir.hpp"
+
+namespace larder {
+namespace {
+
+TEST(ArenaTest, AllocatesAlignedRangesWithinTheBudget) {
+  testing::TempDir dir;
+  auto arena = Arena::create(dir / "a.mem", 64 << 10);
+  ASSERT_TRUE(arena.ok()) << arena.status().to_string();
+  auto a = (*arena)->allocate(100);
+  auto b = (*arena)->allocate(8192);
+  auto c = (*arena)->allocate(10);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(*a, 0u);
+  EXPECT_EQ(*b % 4096, 0u);  // page-sized pieces are page aligned (mmap-able later)
+  EXPECT_EQ(*c % 64, 0u);
+  EXPECT_GE(*b, 100u);
+  EXPECT_GE(*c, *b + 8192);
+  auto too_big = (*arena)->allocate(1 << 20);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), Errc::kNoSpace);
+}
+
+TEST(ArenaTest, FileIsPrivateAndPeersSeeTheBytes) {
+  testing::TempDir dir;
+  auto owner = Arena::create(dir / "a.mem", 16 << 10);
+  ASSERT_TRUE(owner.ok());
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "a.mem").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto off = (*owner)->allocate(5);
+  ASSERT_TRUE(off.ok());
+  std::memcpy((*owner)->data() + *off, "hello", 5);
+  auto peer = Arena::attach(dir / "a.mem");
+  ASSERT_TRUE(peer.ok()) << peer.status().to_string();
+  EXPECT_FALSE((*peer)->writable());
+  EXPECT_EQ(std::memcmp((*peer)->data() + *off, "hello", 5), 0);
+  EXPECT_FALSE((*peer)->allocate(5).ok());
+}
+
+TEST(ArenaTest, CreateRefusesAnExistingFile) {
+  testing::TempDir dir;
+  ASSERT_TRUE(Arena::create(dir / "a.mem", 4096).ok());
+  auto again = Arena::create(dir / "a.mem", 4096);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().native_code(), EEXIST);
+}
+
+TEST(ArenaTest, AttachRefusesAFileOthersCanRead) {
+  testing::TempDir dir;
+  ASSERT_TRUE(Arena::create(dir / "a.mem", 4096).ok());
+  ASSERT_EQ(::chmod((dir / "a.mem").c_str(), 0644), 0);
+  auto peer = Arena::attach(dir / "a.mem");
+  ASSERT_FALSE(peer.ok());
+  EXPECT_EQ(peer.status().native_code(), EPERM);
+}
+
+TEST(ArenaTest, AFullFileSystemIsAFailedAllocationNotACrash) {
+  testing::TempDir dir;
+  const std::string mnt = dir / "tiny";
+  ASSERT_EQ(::mkdir(mnt.c_str(), 0700), 0);
+  if (::mount("larder-test", mnt.c_str(), "tmpfs", 0, "size=256k") != 0) {
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root): " << std::strerror(errno);
+  }
+  {
+    auto arena = Arena::create(mnt + "/a.mem", 4 << 20);  // budget larger than the file system
+    ASSERT_TRUE(arena.ok()) << arena.status().to_string();
+    int ok = 0;
+    Status last;
+    for (int i = 0; i < 64; ++i) {
+      auto off = (*arena)->allocate(64 << 10);
+      if (!off.ok()) {
+        last = off.status();
+        break;
+      }
+      std::memset((*arena)->data() + *off, 0xab, 64 << 10);  // would SIGBUS if not backed
+      ++ok;
+    }
+    EXPECT_GE(ok, 1);
+    EXPECT_LT(ok, 64);
+    EXPECT_EQ(last.code(), Errc::kNoSpace);
+    EXPECT_EQ(last.native_code(), ENOSPC);
+  }
+  ASSERT_EQ(::umount(mnt.c_str()), 0);
+}
+
+}  // namespace
+}  // namespace larder

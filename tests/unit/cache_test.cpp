@@ -1,0 +1,272 @@
+#include "runtime/cache/cache.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <memory>
+#include <random>
+#include <thread>
+
+#include "runtime/directory/local_directory.hpp"
+#include "runtime/path/path.hpp"
+#include "tests/support/data_files.hpp"
+#include "tests/support/faulty_file_system.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace larder {
+namespace {
+
+constexpr std::uint64_t kChunk = 64 << 10;
+
+// One process's cache over real files in a temporary directory.
+class CacheHarness {
+ public:
+  explicit CacheHarness(std::uint64_t mem_budget = 64 << 20, std::size_t dir_capacity = 1 << 16)
+      : pfs(stats), directory(dir_capacity) {
+    config.chunk_size = kChunk;
+    config.prefixes = {path::real_path_or_empty(data.path())};
+    auto arena = Arena::create(arenas / "arena-0.mem", mem_budget);
+    if (!arena.ok()) throw std::runtime_error(arena.status().to_string());
+    tiers.set(Tier::kMem, std::move(*arena));
+    CacheParts parts;
+    parts.config = &config;
+    parts.stats = &stats;
+    parts.pfs = &pfs;
+    parts.directory = &directory;
+    parts.tiers = &tiers;
+    cache = std::make_unique<Cache>(std::move(parts));
+  }
+
+  std::string make_file(const std::string& name, std::uint64_t size, std::uint64_t seed = 1) {
+    const std::string p = path::real_path_or_empty(data.path()) + "/" + name;
+    testing::write_data_file(p, size, seed);
+    return p;
+  }
+
+  CachedFile open(const std::string& p) {
+    auto record = cache->lookup(p);
+    if (!record.ok() || record->error != 0) throw std::runtime_error("lookup failed for " + p);
+    return CachedFile{p, record->file, record->meta.size};
+  }
+
+  std::vector<std::byte> read(const CachedFile& f, std::uint64_t offset, std::size_t length) {
+    std::vector<std::byte> out(length);
+    auto n = cache->read(f, out, offset);
+    if (!n.ok()) throw std::runtime_error(n.status().to_string());
+    out.resize(*n);
+    return out;
+  }
+
+  std::uint64_t count(Counter c) const { return stats.snapshot().get(c); }
+
+  testing::TempDir data{"larder-data"};
+  testing::TempDir arenas{"larder-arena"};
+  Config config;
+  Stats stats;
+  testing::FaultyFileSystem pfs;
+  LocalDirectory directory;
+  LocalTiers tiers;
+  std::unique_ptr<Cache> cache;
+};
+
+TEST(CacheTest, ReadsMatchDirectPreadAtRandomOffsetsAndLengths) {
+  CacheHarness h;
+  std::mt19937_64 rng(7);
+  for (std::uint64_t size :
+       std::vector<std::uint64_t>{0, 1, kChunk - 1, kChunk, kChunk + 1, 3 * kChunk + 17, 1000003}) {
+    const std::string p = h.make_file("f" + std::to_string(size), size, size + 3);
+    const CachedFile f = h.open(p);
+    ASSERT_EQ(f.size, size);
+    for (int i = 0; i < 200; ++i) {
+      const std::uint64_t off = size == 0 ? 0 : rng() % (size + 10);
+      const std::size_t len = static_cast<std::size_t>(rng() % (3 * kChunk));
+      ASSERT_EQ(h.read(f, off, len), testing::direct_read(p, off, len))
+          << "size " << size << " off " << off;
+    }
+  }
+}
+
+TEST(CacheTest, SecondReadOfAChunkDoesNotTouchTheFileSystem) {
+  CacheHarness h;
+  const std::string p = h.make_file("a", 5 * kChunk + 100);
+  const CachedFile f = h.open(p);
+  ASSERT_EQ(h.read(f, 0, 5 * kChunk + 100), testing::read_whole(p));
+  const std::uint64_t reads = h.count(Counter::pfs_read_ops);
+  const std::uint64_t bytes = h.count(Counter::pfs_bytes_read);
+  EXPECT_EQ(reads, 6u);  // one per chunk
+  EXPECT_EQ(bytes, 5 * kChunk + 100);
+  EXPECT_EQ(h.count(Counter::misses), 6u);
+  EXPECT_EQ(h.count(Counter::hits_self), 0u);
+  ASSERT_EQ(h.read(f, 0, 5 * kChunk + 100), testing::read_whole(p));
+  ASSERT_EQ(h.read(f, kChunk / 2, kChunk), testing::direct_read(p, kChunk / 2, kChunk));
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), reads);
+  EXPECT_EQ(h.count(Counter::pfs_bytes_read), bytes);
+  EXPECT_EQ(h.count(Counter::hits_self), 6u + 2u);
+}
+
+TEST(CacheTest, FullArenaFallsBackToCorrectBytes) {
+  CacheHarness h(/*mem_budget=*/2 * kChunk);
+  const std::string p = h.make_file("big", 10 * kChunk);
+  const CachedFile f = h.open(p);
+  ASSERT_EQ(h.read(f, 0, 10 * kChunk), testing::read_whole(p));
+  EXPECT_EQ(h.count(Counter::misses), 2u);     // what fit
+  EXPECT_EQ(h.count(Counter::fallbacks), 8u);  // the rest, read directly
+  ASSERT_EQ(h.read(f, 0, 10 * kChunk), testing::read_whole(p));
+  EXPECT_EQ(h.count(Counter::hits_self), 2u);
+  EXPECT_EQ(h.count(Counter::fallbacks), 16u);
+}
+
+TEST(CacheTest, FullDirectoryFallsBackToCorrectBytes) {
+  CacheHarness h(64 << 20, /*dir_capacity=*/3);  // one path entry and two chunks
+  const std::string p = h.make_file("a", 6 * kChunk);
+  const CachedFile f = h.open(p);
+  ASSERT_EQ(h.read(f, 0, 6 * kChunk), testing::read_whole(p));
+  EXPECT_EQ(h.count(Counter::misses), 2u);
+  EXPECT_EQ(h.count(Counter::fallbacks), 4u);
+}
+
+TEST(CacheTest, SparseFileOverFourGiB) {
+  CacheHarness h;
+  const std::string p = h.make_file("sparse", 0);
+  {
+    const int fd = ::open(p.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, (5ll << 30) + 12345), 0);
+    const char marks[] = "four-gib-boundary";
+    ASSERT_EQ(::pwrite(fd, marks, sizeof marks, (4ll << 30) - 8),
+              static_cast<ssize_t>(sizeof marks));
+    ASSERT_EQ(::pwrite(fd, marks, 4, (5ll << 30) + 12345 - 4), 4);
+    ::close(fd);
+  }
+  const CachedFile f = h.open(p);
+  ASSERT_EQ(f.size, (5ull << 30) + 12345);
+  for (std::uint64_t off : {(4ull << 30) - 16, (4ull << 30) - 8, (4ull << 30),
+                            (5ull << 30) + 12345 - 10, (3ull << 30) + 7, (5ull << 30) + 12345}) {
+    EXPECT_EQ(h.read(f, off, 64), testing::direct_read(p, off, 64)) << off;
+  }
+}
+
+TEST(CacheTest, MetadataIsLookedUpOncePerPathIncludingMissingOnes) {
+  CacheHarness h;
+  const std::string p = h.make_file("a", 10);
+  for (int i = 0; i < 5; ++i) {
+    auto r = h.cache->lookup(p);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->error, 0);
+    EXPECT_EQ(r->meta.size, 10u);
+    EXPECT_TRUE(r->managed());
+  }
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 1u);
+  const std::string missing = path::real_path_or_empty(h.data.path()) + "/missing";
+  for (int i = 0; i < 5; ++i) {
+    auto r = h.cache->lookup(missing);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->error, ENOENT);
+  }
+  auto notdir = h.cache->lookup(p + "/below");
+  ASSERT_TRUE(notdir.ok());
+  EXPECT_EQ(notdir->error, ENOTDIR);
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 3u);
+}
+
+TEST(CacheTest, SymlinkOutOfThePrefixIsNotManaged) {
+  CacheHarness h;
+  testing::TempDir outside("larder-outside");
+  testing::write_data_file(outside / "secret", 100, 9);
+  const std::string link = path::real_path_or_empty(h.data.path()) + "/escape";
+  ASSERT_EQ(::symlink(outside.path().c_str(), link.c_str()), 0);
+  auto r = h.cache->lookup(link + "/secret");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->error, 0);
+  EXPECT_FALSE(r->managed());
+  auto inside = h.cache->lookup(h.make_file("b", 3));
+  ASSERT_TRUE(inside.ok());
+  EXPECT_TRUE(inside->managed());
+}
+
+TEST(CacheTest, FileSystemReadErrorsAreReturnedAsTheFileSystemGaveThem) {
+  CacheHarness h;
+  const std::string p = h.make_file("a", 3 * kChunk);
+  const CachedFile f = h.open(p);
+  h.pfs.fail_reads_with = EIO;
+  std::vector<std::byte> buf(100);
+  auto n = h.cache->read(f, buf, 0);
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().native_code(), EIO);
+  h.pfs.fail_reads_with = 0;
+  // The failed chunk is read directly from now on; bytes stay right.
+  EXPECT_EQ(h.read(f, 0, 3 * kChunk), testing::read_whole(p));
+  EXPECT_EQ(h.count(Counter::misses), 2u);
+}
+
+TEST(CacheTest, AFileThatShrankReturnsWhatTheFileSystemHas) {
+  CacheHarness h;
+  const std::string p = h.make_file("a", 3 * kChunk);
+  const CachedFile f = h.open(p);  // the cached size says 3 chunks
+  ASSERT_EQ(::truncate(p.c_str(), kChunk + 10), 0);
+  const auto got = h.read(f, 0, 3 * kChunk);
+  EXPECT_EQ(got, testing::read_whole(p));
+  EXPECT_EQ(got.size(), kChunk + 10);
+}
+
+TEST(CacheTest, ConcurrentReadersLoadEachChunkOnce) {
+  CacheHarness h;
+  const std::string p = h.make_file("a", 16 * kChunk + 5);
+  const CachedFile f = h.open(p);
+  const auto whole = testing::read_whole(p);
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(static_cast<std::uint64_t>(t));
+      for (int i = 0; i < 300; ++i) {
+        const std::uint64_t off = rng() % whole.size();
+        const std::size_t len = static_cast<std::size_t>(rng() % (2 * kChunk));
+        std::vector<std::byte> buf(len);
+        auto n = h.cache->read(f, buf, off);
+        const std::size_t expect = std::min<std::size_t>(len, whole.size() - off);
+        if (!n.ok() || *n != expect ||
+            !std::equal(buf.begin(), buf.begin() + static_cast<long>(expect),
+                        whole.begin() + static_cast<long>(off))) {
+          ++bad;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 17u);
+  EXPECT_EQ(h.count(Counter::misses), 17u);
+}
+
+// Model-based: a random mix of files, offsets and lengths against direct reads (the model).
+TEST(CacheTest, RandomizedAgainstDirectReads) {
+  CacheHarness h(/*mem_budget=*/8 * kChunk);  // small, so some reads take the fallback
+  std::mt19937_64 rng(2024);
+  std::vector<std::string> files;
+  std::map<std::string, std::vector<std::byte>> model;
+  for (int i = 0; i < 6; ++i) {
+    const std::uint64_t size = rng() % (5 * kChunk);
+    files.push_back(h.make_file("m" + std::to_string(i), size, static_cast<std::uint64_t>(i)));
+    model[files.back()] = testing::read_whole(files.back());
+  }
+  for (int step = 0; step < 2000; ++step) {
+    const std::string& p = files[rng() % files.size()];
+    const auto& expect = model[p];
+    const CachedFile f = h.open(p);
+    const std::uint64_t off = rng() % (expect.size() + 5);
+    const std::size_t len = static_cast<std::size_t>(rng() % (2 * kChunk + 3));
+    const auto got = h.read(f, off, len);
+    const std::size_t n =
+        off >= expect.size() ? 0 : std::min<std::size_t>(len, expect.size() - off);
+    ASSERT_EQ(got.size(), n) << p << " @" << off;
+    ASSERT_TRUE(std::equal(
+        got.begin(), got.end(),
+        expect.begin() + static_cast<long>(std::min<std::uint64_t>(off, expect.size()))));
+  }
+}
+
+}  // namespace
+}  // namespace larder

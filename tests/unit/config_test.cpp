@@ -1,0 +1,119 @@
+#include "runtime/config/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace larder {
+namespace {
+
+Result<Config> parse(const std::map<std::string, std::string>& env) {
+  return Config::parse([&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+TEST(ConfigTest, DefaultsWhenNothingIsSet) {
+  auto c = parse({});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_TRUE(c->enabled);
+  EXPECT_TRUE(c->prefixes.empty());
+  EXPECT_EQ(c->chunk_size, 4u << 20);
+  EXPECT_EQ(c->mem_budget, default_mem_budget());
+  EXPECT_EQ(c->disk_budget, 0u);
+  EXPECT_EQ(c->shm_dir, "/dev/shm");
+  EXPECT_TRUE(c->stats_path.empty());
+  EXPECT_EQ(c->node_size, 0);
+}
+
+TEST(ConfigTest, ParsesEveryVariable) {
+  auto c = parse({{"LARDER_PREFIX", "/lus/data//x/:/lus/env/./y"},
+                  {"LARDER_MEM", "8G"},
+                  {"LARDER_DISK", "100g"},
+                  {"LARDER_CHUNK", "1M"},
+                  {"LARDER_DIR", "/local/scratch/"},
+                  {"LARDER_TRANSPORT", "mpi"},
+                  {"LARDER_STATS", "/tmp/stats.json"},
+                  {"LARDER_LOG", "debug"},
+                  {"LARDER_NODE_SIZE", "2"},
+                  {"LARDER_DIR_SLOTS", "1024"},
+                  {"LARDER_TIMEOUT", "5"},
+                  {"LARDER_ENABLE", "yes"}});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  ASSERT_EQ(c->prefixes.size(), 2u);
+  EXPECT_EQ(c->prefixes[0], "/lus/data/x");
+  EXPECT_EQ(c->prefixes[1], "/lus/env/y");
+  EXPECT_EQ(c->mem_budget, 8ull << 30);
+  EXPECT_EQ(c->disk_budget, 100ull << 30);
+  EXPECT_EQ(c->chunk_size, 1u << 20);
+  EXPECT_EQ(c->local_dir, "/local/scratch");
+  EXPECT_EQ(c->transport, TransportKind::kMpi);
+  EXPECT_EQ(c->stats_path, "/tmp/stats.json");
+  EXPECT_EQ(c->log_level, log::Level::kDebug);
+  EXPECT_EQ(c->node_size, 2);
+  EXPECT_EQ(c->dir_slots, 1024u);
+  EXPECT_EQ(c->wait_timeout, std::chrono::seconds(5));
+}
+
+TEST(ConfigTest, DisableIsExplicitNotJustSet) {
+  // DYAD's switches are on when set to 0; ours mean what they say.
+  auto off = parse({{"LARDER_ENABLE", "0"}});
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->enabled);
+  auto on = parse({{"LARDER_ENABLE", "1"}});
+  ASSERT_TRUE(on.ok());
+  EXPECT_TRUE(on->enabled);
+}
+
+struct BadCase {
+  const char* var;
+  const char* value;
+  const char* accepted;  // a phrase the message must contain
+};
+
+class ConfigRejectsTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ConfigRejectsTest, NamesTheVariableAndWhatItAccepts) {
+  const BadCase& b = GetParam();
+  auto c = parse({{b.var, b.value}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Errc::kInvalidArgument);
+  const std::string& msg = c.status().message();
+  EXPECT_NE(msg.find(b.var), std::string::npos) << msg;
+  EXPECT_NE(msg.find(b.value), std::string::npos) << msg;
+  EXPECT_NE(msg.find(b.accepted), std::string::npos) << msg;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    BadValues, ConfigRejectsTest,
+    ::testing::Values(BadCase{"LARDER_PREFIX", "relative/dir", "absolute directory paths"},
+                      BadCase{"LARDER_MEM", "12X", "K, M, G or T"},
+                      BadCase{"LARDER_MEM", "-5", "K, M, G or T"},
+                      BadCase{"LARDER_MEM", "99999999999T", "K, M, G or T"},
+                      BadCase{"LARDER_DISK", "lots", "K, M, G or T"},
+                      BadCase{"LARDER_CHUNK", "1000", "multiple of 4K"},
+                      BadCase{"LARDER_CHUNK", "2G", "between 4K and 1G"},
+                      BadCase{"LARDER_CHUNK", "0", "multiple of 4K"},
+                      BadCase{"LARDER_DIR", "scratch", "absolute directory path"},
+                      BadCase{"LARDER_TRANSPORT", "tcp", "ucx or mpi"},
+                      BadCase{"LARDER_LOG", "verbose", "off, error, warn, info, debug or trace"},
+                      BadCase{"LARDER_NODE_SIZE", "-1", "positive rank count"},
+                      BadCase{"LARDER_NODE_SIZE", "two", "positive rank count"},
+                      BadCase{"LARDER_DIR_SLOTS", "8", "between 64 and"},
+                      BadCase{"LARDER_TIMEOUT", "0", "seconds"},
+                      BadCase{"LARDER_ENABLE", "maybe", "1, 0, true, false"}));
+
+TEST(ConfigTest, LexicalManagementIsByWholeComponents) {
+  auto c = parse({{"LARDER_PREFIX", "/lus/data"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->lexically_managed("/lus/data"));
+  EXPECT_TRUE(c->lexically_managed("/lus/data/a/b"));
+  EXPECT_FALSE(c->lexically_managed("/lus/database"));
+  EXPECT_FALSE(c->lexically_managed("/lus"));
+  EXPECT_FALSE(c->lexically_managed("/usr/lib/x"));
+}
+
+}  // namespace
+}  // namespace larder
