@@ -71,33 +71,33 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
   Topology& t = job->topology_;
   t.rank = job->impl_->comm.rank();
   t.size = job->impl_->comm.size();
-  t.node_of.assign(static_cast<std::size_t>(t.size), 0);
+  // Number physical nodes by the lowest rank on each.
+  int leader = t.rank;
+  if (Status s = mpi::from_mpi(
+          MPI_Allreduce(&t.rank, &leader, 1, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
+          "MPI_Allreduce");
+      !s.ok()) {
+    return s;
+  }
+  std::vector<int> leaders(static_cast<std::size_t>(t.size));
+  if (Status s =
+          mpi::from_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, job->comm_),
+                        "MPI_Allgather");
+      !s.ok()) {
+    return s;
+  }
+  std::vector<int> distinct = leaders;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  job->host_of_.resize(static_cast<std::size_t>(t.size));
+  for (std::size_t r = 0; r < leaders.size(); ++r) {
+    job->host_of_[r] = static_cast<int>(
+        std::lower_bound(distinct.begin(), distinct.end(), leaders[r]) - distinct.begin());
+  }
+  // Locality for the read path: real nodes, or emulated ones (consecutive groups of ranks).
+  t.node_of = job->host_of_;
   if (config.node_size > 0) {
     for (int r = 0; r < t.size; ++r) t.node_of[static_cast<std::size_t>(r)] = r / config.node_size;
-  } else {
-    // Number nodes by the lowest world rank on each.
-    int leader = t.rank;
-    if (Status s = mpi::from_mpi(
-            MPI_Allreduce(&t.rank, &leader, 1, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
-            "MPI_Allreduce");
-        !s.ok()) {
-      return s;
-    }
-    std::vector<int> leaders(static_cast<std::size_t>(t.size));
-    if (Status s = mpi::from_mpi(
-            MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, job->comm_),
-            "MPI_Allgather");
-        !s.ok()) {
-      return s;
-    }
-    std::vector<int> distinct = leaders;
-    std::sort(distinct.begin(), distinct.end());
-    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-    for (int r = 0; r < t.size; ++r) {
-      t.node_of[static_cast<std::size_t>(r)] = static_cast<int>(
-          std::lower_bound(distinct.begin(), distinct.end(), leaders[static_cast<std::size_t>(r)]) -
-          distinct.begin());
-    }
   }
 
   char id[17] = {};
@@ -156,7 +156,11 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers) {
   if (!rma.ok()) return rma.status();
   impl_->rma = std::move(*rma);
   if (config.transport == TransportKind::kUcx) {
-    auto ucx = make_ucx_transport(comm_, tiers);
+    UcxOptions options;
+    options.timeout = config.wait_timeout;
+    options.fault_peer = config.fault_ucx_peer;
+    options.host_of = host_of_;
+    auto ucx = make_ucx_transport(comm_, tiers, options);
     // A rank whose UCX could not start makes every rank use MPI, so the choice is uniform.
     Status agreed = agree(ucx.ok() ? Status() : ucx.status());
     if (agreed.ok()) {
@@ -171,12 +175,18 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers) {
   impl_->progress = std::make_unique<ProgressThread>(std::chrono::microseconds(50),
                                                      std::chrono::microseconds(1000));
   MPI_Comm comm = comm_;
-  impl_->progress->add([comm] {
+  ProgressSource mpi_source;
+  mpi_source.progress = [comm] {
+    // MPI has no event descriptor: poking its progress engine is the only way.
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
     return false;
-  });
-  if (impl_->ucx) impl_->progress->add([t = impl_->ucx.get()] { return t->progress(); });
+  };
+  impl_->progress->add(std::move(mpi_source));
+  if (impl_->ucx) {
+    for (ProgressSource& source : impl_->ucx->progress_sources())
+      impl_->progress->add(std::move(source));
+  }
   impl_->progress->start();
   return {};
 }

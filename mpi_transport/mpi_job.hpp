@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/common/status.hpp"
 #include "runtime/config/config.hpp"
@@ -61,6 +62,7 @@ class MpiJob {
   std::unique_ptr<Impl> impl_;
   Topology topology_;
   std::string job_id_;
+  std::vector<int> host_of_;  // physical node of every rank (MPI_COMM_TYPE_SHARED)
   int node_rank_ = 0;
   MPI_Comm comm_ = MPI_COMM_NULL;  // owned by impl_
 };

@@ -5,25 +5,40 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <memory>
+#include <vector>
 
 #include "runtime/tier/local_tiers.hpp"
+#include "runtime/transport/progress_thread.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace larder {
 
 class ClosableTransport : public Transport {
  public:
-  // One pass of progress; true when it did work.
-  virtual bool progress() = 0;
+  // How the progress thread drives this transport (progress, event fds, arm).
+  virtual std::vector<ProgressSource> progress_sources() = 0;
   // Collective: quiesces and releases every endpoint, registration and worker.
   virtual Status close() = 0;
 };
 
+struct UcxOptions {
+  // A get that has not completed by then fails (the read falls back to the PFS).
+  std::chrono::milliseconds timeout{60'000};
+  // Testing only (LARDER_FAULT_UCX_PEER): this rank's endpoint to that rank is connected to a
+  // dead worker, so every get from it fails the way a dead peer's would. -1: none.
+  int fault_peer = -1;
+  // The host (shared-memory node, as MPI_Comm_split_type sees it) of every rank. Peers on this
+  // rank's host are reached without wake-up (cma); others with it (network, event fd).
+  std::vector<int> host_of;
+};
+
 // Collective over `comm`: creates the UCX context and worker, registers the arenas and
-// exchanges worker addresses and remote keys with MPI_Allgather.
+// exchanges worker addresses, arena addresses and remote keys with MPI_Allgather(v).
 Result<std::unique_ptr<ClosableTransport>> make_ucx_transport(MPI_Comm comm,
-                                                              const LocalTiers& tiers);
+                                                              const LocalTiers& tiers,
+                                                              const UcxOptions& options);
 
 }  // namespace larder
 

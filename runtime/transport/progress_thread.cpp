@@ -1,8 +1,14 @@
 #include "runtime/transport/progress_thread.hpp"
 
+#include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
 
 namespace larder {
 namespace {
@@ -19,14 +25,21 @@ constexpr std::int64_t kActivityWindowNs = 50'000'000;  // eager polling lasts 5
 
 ProgressThread::ProgressThread(std::chrono::microseconds busy_interval,
                                std::chrono::microseconds idle_interval)
-    : busy_interval_(busy_interval), idle_interval_(idle_interval) {}
+    : busy_interval_(busy_interval),
+      idle_interval_(idle_interval),
+      wake_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!wake_fd_.valid()) {
+    LARDER_LOG_WARN("eventfd failed ({}); progress stops within {} us of finalize",
+                    log::errno_text(errno), idle_interval_.count());
+  }
+}
 
 ProgressThread::~ProgressThread() {
   stop();
 }
 
-void ProgressThread::add(Poller poller) {
-  pollers_.push_back(std::move(poller));
+void ProgressThread::add(ProgressSource source) {
+  sources_.push_back(std::move(source));
 }
 
 void ProgressThread::start() {
@@ -34,11 +47,11 @@ void ProgressThread::start() {
 }
 
 void ProgressThread::stop() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
+  stopping_.store(true, std::memory_order_release);
+  if (wake_fd_.valid()) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = sys::write(wake_fd_.get(), &one, sizeof one);
   }
-  wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -46,30 +59,45 @@ void ProgressThread::notify_activity() noexcept {
   last_activity_ns_.store(now_ns(), std::memory_order_relaxed);
 }
 
+void ProgressThread::sleep(std::chrono::microseconds timeout) {
+  std::vector<pollfd> fds;
+  for (const ProgressSource& s : sources_) {
+    if (s.event_fd < 0) continue;
+    if (s.arm && !s.arm()) return;  // events pending: progress again without sleeping
+    fds.push_back(pollfd{s.event_fd, POLLIN, 0});
+  }
+  if (wake_fd_.valid()) fds.push_back(pollfd{wake_fd_.get(), POLLIN, 0});
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  const timespec ts{
+      static_cast<time_t>(secs.count()),
+      static_cast<long>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(timeout - secs).count())};
+  if (::ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) {
+    LARDER_LOG_LIMITED(kWarn, "ppoll in the progress thread failed: {}", log::errno_text(errno));
+  }
+}
+
 void ProgressThread::run() {
   pthread_setname_np(pthread_self(), "larder-progress");
   auto interval = busy_interval_;
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    lock.unlock();
+  while (!stopping_.load(std::memory_order_acquire)) {
     bool worked = false;
-    for (const Poller& poll : pollers_) {
+    for (const ProgressSource& source : sources_) {
       try {
-        worked = poll() || worked;
+        worked = source.progress() || worked;
       } catch (...) {
-        LARDER_LOG_LIMITED(kError, "a progress poller threw; continuing");
+        LARDER_LOG_LIMITED(kError, "a progress source threw; continuing");
       }
     }
     passes_.fetch_add(1, std::memory_order_relaxed);
+    if (worked) {
+      interval = busy_interval_;
+      continue;  // drain: UCX must be progressed until idle before it can be armed
+    }
     const bool recent =
         now_ns() - last_activity_ns_.load(std::memory_order_relaxed) < kActivityWindowNs;
-    if (worked || recent) {
-      interval = busy_interval_;
-    } else {
-      interval = std::min(interval * 2, idle_interval_);
-    }
-    lock.lock();
-    wake_.wait_for(lock, interval, [this] { return stopping_; });
+    interval = recent ? busy_interval_ : std::min(interval * 2, idle_interval_);
+    sleep(interval);
   }
 }
 

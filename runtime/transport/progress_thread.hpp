@@ -1,50 +1,57 @@
 // ProgressThread: drives MPI and UCX progress for this rank, so that one-sided operations that
 // target this rank complete while the application is busy outside MPI.
 //
-// It never spins: after recent activity it polls every `busy_interval`, otherwise it backs off
-// exponentially to `idle_interval`. Pollers can also block in their own event wait (UCX arms
-// its worker and sleeps on the event fd) by returning a wait hint.
+// It never spins. After each pass it sleeps in ppoll(2) on the event descriptors of the sources
+// that have one (UCX arms its worker and sleeps on its event fd) and on its own wake-up eventfd,
+// with a timeout for the sources that must be polled (MPI has no event descriptor): short after
+// recent activity (`busy_interval`), backing off exponentially to `idle_interval`.
 #ifndef LARDER_RUNTIME_TRANSPORT_PROGRESS_THREAD_HPP_
 #define LARDER_RUNTIME_TRANSPORT_PROGRESS_THREAD_HPP_
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "runtime/common/unique_fd.hpp"
+
 namespace larder {
+
+struct ProgressSource {
+  // One pass of progress; returns true when it found work.
+  std::function<bool()> progress;
+  // Optional: a descriptor that becomes readable when there is work, and the call that must
+  // precede sleeping on it (false: not armed, events are pending, do not sleep).
+  int event_fd = -1;
+  std::function<bool()> arm;
+};
 
 class ProgressThread {
  public:
-  // One pass of progress; returns true when it found work.
-  using Poller = std::function<bool()>;
-
   ProgressThread(std::chrono::microseconds busy_interval, std::chrono::microseconds idle_interval);
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;
   ~ProgressThread();
 
-  void add(Poller poller);  // before start()
+  void add(ProgressSource source);  // before start()
   void start();
-  void stop();  // joins; idempotent
-  // Reads are under way somewhere in this rank: poll eagerly for a while. Cheap, lock-free.
+  void stop();  // wakes and joins; idempotent
+  // Reads are under way in this rank: poll eagerly for a while. Lock-free.
   void notify_activity() noexcept;
   std::uint64_t passes() const noexcept { return passes_.load(std::memory_order_relaxed); }
 
  private:
   void run();
+  void sleep(std::chrono::microseconds timeout);
 
   const std::chrono::microseconds busy_interval_;
   const std::chrono::microseconds idle_interval_;
-  std::vector<Poller> pollers_;
+  std::vector<ProgressSource> sources_;
+  UniqueFd wake_fd_;                               // eventfd: stop() writes to it
+  std::atomic<bool> stopping_{false};              // release/acquire with wake_fd_
   std::atomic<std::int64_t> last_activity_ns_{0};  // relaxed: a hint
   std::atomic<std::uint64_t> passes_{0};           // relaxed: statistics
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stopping_ = false;  // guarded by mu_
   std::thread thread_;
 };
 

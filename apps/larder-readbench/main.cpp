@@ -1,0 +1,186 @@
+// larder-readbench: read bandwidth and latency of Larder's cache hits, measured side by side.
+//
+//   mpiexec.mpich -n 2 larder-readbench tiers        self/node/remote hits vs memcpy, 4K..64M
+//   mpiexec.mpich -n 2 larder-readbench transports   remote hits over ucx and mpi, 4K..64M
+//
+// Every figure comes from the same run; ratios are printed next to the figures. --json writes
+// the raw samples (used by transport_report.py to add ucx_perftest's figures).
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "apps/larder-readbench/measure.hpp"
+
+namespace po = boost::program_options;
+using larder::bench::Locality;
+using larder::bench::Plan;
+using larder::bench::Sample;
+
+namespace {
+
+std::uint64_t parse_size(const std::string& s) {
+  std::size_t end = 0;
+  const std::uint64_t v = std::stoull(s, &end);
+  const std::string unit = s.substr(end);
+  if (unit.empty()) return v;
+  if (unit == "K" || unit == "k") return v << 10;
+  if (unit == "M" || unit == "m") return v << 20;
+  if (unit == "G" || unit == "g") return v << 30;
+  throw std::invalid_argument("bad size '" + s + "' (accepted: a number with K, M or G)");
+}
+
+std::string size_label(std::uint64_t v) {
+  if (v >= (1u << 20) && v % (1u << 20) == 0) return fmt::format("{}M", v >> 20);
+  if (v >= 1024 && v % 1024 == 0) return fmt::format("{}K", v >> 10);
+  return std::to_string(v);
+}
+
+nlohmann::json to_json(const Sample& s) {
+  return {{"bytes", s.bytes},
+          {"ops", s.ops},
+          {"seconds", s.seconds},
+          {"GBps", s.gbps()},
+          {"usec_per_op", s.usec_per_op()}};
+}
+
+struct Args {
+  std::string mode;
+  std::string dir;
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t bytes = 0;
+  std::uint64_t footprint = 0;
+  std::string json;
+};
+
+Plan plan_for(const Args& a, std::uint64_t size, const std::string& transport) {
+  Plan p;
+  p.dir = a.dir;
+  p.chunk = size;
+  p.chunks = std::clamp<std::uint64_t>(a.footprint / size, 4, 4096);
+  p.target = a.bytes;
+  p.transport = transport;
+  return p;
+}
+
+nlohmann::json run_tiers(const Args& a, int rank) {
+  nlohmann::json out = nlohmann::json::array();
+  if (rank == 0) {
+    fmt::print("{:>6} | {:>8} | {:>8} {:>6} | {:>8} {:>6} | {:>8} {:>6} | {:>9} {:>9}\n", "size",
+               "memcpy", "self", "ratio", "node", "ratio", "remote", "ratio", "node us",
+               "remote us");
+    fmt::print("{:>6} | {:>8} | {:>15} | {:>15} | {:>15} |\n", "", "GB/s", "GB/s  x memcpy",
+               "GB/s  x memcpy", "GB/s  x memcpy");
+  }
+  for (std::uint64_t size : a.sizes) {
+    const Plan p = plan_for(a, size, "ucx");
+    Sample mem;
+    if (rank == 0) mem = larder::bench::measure_memcpy(p);
+    const Sample self = larder::bench::measure_hits(p, Locality::kSelf);
+    const Sample node = larder::bench::measure_hits(p, Locality::kNode);
+    const Sample remote = larder::bench::measure_hits(p, Locality::kRemote);
+    if (rank == 0) {
+      fmt::print(
+          "{:>6} | {:>8.2f} | {:>8.2f} {:>6.2f} | {:>8.2f} {:>6.2f} | {:>8.2f} {:>6.2f} | {:>9.1f} "
+          "{:>9.1f}\n",
+          size_label(size), mem.gbps(), self.gbps(), self.gbps() / mem.gbps(), node.gbps(),
+          node.gbps() / mem.gbps(), remote.gbps(), remote.gbps() / mem.gbps(), node.usec_per_op(),
+          remote.usec_per_op());
+      std::fflush(stdout);
+      out.push_back({{"size", size},
+                     {"memcpy", to_json(mem)},
+                     {"self", to_json(self)},
+                     {"node", to_json(node)},
+                     {"remote", to_json(remote)}});
+    }
+  }
+  return out;
+}
+
+nlohmann::json run_transports(const Args& a, int rank) {
+  nlohmann::json out = nlohmann::json::array();
+  if (rank == 0) {
+    fmt::print("{:>6} | {:>9} {:>10} | {:>9} {:>10} | {:>8}\n", "size", "ucx GB/s", "ucx us/op",
+               "mpi GB/s", "mpi us/op", "ucx/mpi");
+  }
+  for (std::uint64_t size : a.sizes) {
+    const Sample ucx = larder::bench::measure_hits(plan_for(a, size, "ucx"), Locality::kRemote);
+    const Sample mpi = larder::bench::measure_hits(plan_for(a, size, "mpi"), Locality::kRemote);
+    if (rank == 0) {
+      fmt::print("{:>6} | {:>9.3f} {:>10.1f} | {:>9.3f} {:>10.1f} | {:>8.2f}\n", size_label(size),
+                 ucx.gbps(), ucx.usec_per_op(), mpi.gbps(), mpi.usec_per_op(),
+                 ucx.gbps() / mpi.gbps());
+      std::fflush(stdout);
+      out.push_back({{"size", size}, {"ucx", to_json(ucx)}, {"mpi", to_json(mpi)}});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  Args a;
+  std::string sizes = "4K,16K,64K,256K,1M,4M,16M,64M", bytes = "1G", footprint = "256M";
+  po::options_description desc("larder-readbench MODE (tiers | transports) [options]");
+  desc.add_options()("help,h", "show this help")("mode", po::value(&a.mode), "tiers or transports")(
+      "dir", po::value(&a.dir)->default_value("/tmp/larder-readbench"),
+      "directory for the test files")("sizes", po::value(&sizes)->default_value(sizes),
+                                      "comma-separated read (= chunk) sizes")(
+      "bytes", po::value(&bytes)->default_value(bytes), "bytes read per measurement")(
+      "footprint", po::value(&footprint)->default_value(footprint),
+      "file size per chunk size (4..4096 chunks)")("json", po::value(&a.json),
+                                                   "also write the samples as JSON here");
+  po::positional_options_description pos;
+  pos.add("mode", 1);
+  try {
+    po::variables_map vm;
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+    if (vm.count("help") || a.mode.empty()) {
+      if (rank == 0) std::cout << desc << "\n";
+      MPI_Finalize();
+      return vm.count("help") ? 0 : 2;
+    }
+    if (a.mode != "tiers" && a.mode != "transports")
+      throw std::invalid_argument("MODE must be tiers or transports");
+    if (size < 2) throw std::invalid_argument("run with at least 2 ranks (mpiexec -n 2)");
+    for (std::size_t s = 0; s < sizes.size();) {
+      const std::size_t e = sizes.find(',', s);
+      a.sizes.push_back(parse_size(sizes.substr(s, e == std::string::npos ? e : e - s)));
+      s = e == std::string::npos ? sizes.size() : e + 1;
+    }
+    a.bytes = parse_size(bytes);
+    a.footprint = parse_size(footprint);
+  } catch (const std::exception& e) {
+    if (rank == 0) fmt::print(stderr, "larder-readbench: {}\n", e.what());
+    MPI_Finalize();
+    return 2;
+  }
+  if (rank == 0) ::mkdir(a.dir.c_str(), 0755);
+  nlohmann::json results;
+  try {
+    results = a.mode == "tiers" ? run_tiers(a, rank) : run_transports(a, rank);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "larder-readbench: rank {}: {}\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (rank == 0 && !a.json.empty()) {
+    std::ofstream(a.json)
+        << nlohmann::json{{"mode", a.mode}, {"ranks", size}, {"results", results}}.dump(2) << "\n";
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,142 @@
+#include "apps/larder-readbench/measure.hpp"
+
+#include <fcntl.h>
+#include <larder/larder.h>
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+namespace larder::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string file_for(const Plan& p) {
+  return fmt::format("{}/chunks-{}x{}.bin", p.dir, p.chunks, p.chunk);
+}
+
+void ensure_file(const Plan& p, int rank) {
+  const std::string path = file_for(p);
+  if (rank == 0) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 ||
+        static_cast<std::uint64_t>(st.st_size) != p.chunk * p.chunks) {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd < 0) throw std::runtime_error("cannot create " + path + ": " + std::strerror(errno));
+      std::vector<unsigned char> buf(p.chunk);
+      for (std::uint64_t c = 0; c < p.chunks; ++c) {
+        std::memset(buf.data(), static_cast<int>(c & 0xff), buf.size());
+        if (::write(fd, buf.data(), buf.size()) != static_cast<ssize_t>(buf.size())) {
+          throw std::runtime_error("cannot write " + path);
+        }
+      }
+      ::close(fd);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+void check(bool ok, const std::string& what) {
+  if (!ok)
+    throw std::runtime_error(what + ": " + larder_last_error() + " / " + std::strerror(errno));
+}
+
+// One pass over every chunk of the file through Larder.
+std::uint64_t read_pass(int fd, const Plan& p, std::vector<char>& buf) {
+  std::uint64_t ops = 0;
+  for (std::uint64_t c = 0; c < p.chunks; ++c) {
+    const ssize_t n = larder_pread(fd, buf.data(), p.chunk, static_cast<off_t>(c * p.chunk));
+    check(n == static_cast<ssize_t>(p.chunk), "larder_pread");
+    ++ops;
+  }
+  return ops;
+}
+
+}  // namespace
+
+const char* locality_name(Locality l) {
+  switch (l) {
+    case Locality::kSelf:
+      return "self";
+    case Locality::kNode:
+      return "node";
+    case Locality::kRemote:
+      return "remote";
+  }
+  return "?";
+}
+
+Sample measure_hits(const Plan& p, Locality locality) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  ensure_file(p, rank);
+  ::setenv("LARDER_PREFIX", p.dir.c_str(), 1);
+  ::setenv("LARDER_CHUNK", std::to_string(p.chunk).c_str(), 1);
+  ::setenv("LARDER_NODE_SIZE", locality == Locality::kRemote ? "1" : "0", 1);
+  ::setenv("LARDER_TRANSPORT", p.transport.c_str(), 1);
+  ::setenv("LARDER_DIR_SLOTS", "262144", 1);
+  check(larder_init(MPI_COMM_WORLD) == LARDER_OK, "larder_init");
+  std::vector<char> buf(p.chunk);
+  const std::string path = file_for(p);
+  const int fd = larder_open(path.c_str(), O_RDONLY);
+  check(fd >= 0, "larder_open " + path);
+  if (rank == 0) read_pass(fd, p, buf);  // rank 0 owns every chunk
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int reader = locality == Locality::kSelf ? 0 : 1;
+  Sample s;
+  if (rank == reader) {
+    read_pass(fd, p, buf);  // warm: directory answers remembered, endpoints connected
+    const std::uint64_t passes = std::max<std::uint64_t>(1, p.target / (p.chunk * p.chunks));
+    const auto t0 = Clock::now();
+    for (std::uint64_t i = 0; i < passes; ++i) s.ops += read_pass(fd, p, buf);
+    s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    s.bytes = s.ops * p.chunk;
+  }
+  larder_close(fd);
+  MPI_Barrier(MPI_COMM_WORLD);
+  larder_stats_t st{};
+  larder_stats_get(&st);
+  if (rank == reader && locality == Locality::kRemote && st.hits_remote == 0) {
+    throw std::runtime_error("remote measurement saw no remote hits");
+  }
+  check(larder_finalize() == LARDER_OK, "larder_finalize");
+  // Bring the reader's figures to rank 0.
+  double v[3] = {static_cast<double>(s.bytes), static_cast<double>(s.ops), s.seconds};
+  if (reader != 0) {
+    if (rank == reader) MPI_Send(v, 3, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+    if (rank == 0) {
+      MPI_Recv(v, 3, MPI_DOUBLE, reader, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      s = Sample{static_cast<std::uint64_t>(v[0]), static_cast<std::uint64_t>(v[1]), v[2]};
+    }
+  }
+  return s;
+}
+
+Sample measure_memcpy(const Plan& p) {
+  std::vector<char> src(p.chunk * p.chunks, 1);
+  std::vector<char> dst(p.chunk, 0);
+  for (std::uint64_t c = 0; c < p.chunks; ++c)
+    std::memcpy(dst.data(), src.data() + c * p.chunk, p.chunk);
+  const std::uint64_t passes = std::max<std::uint64_t>(1, p.target / (p.chunk * p.chunks));
+  Sample s;
+  const auto t0 = Clock::now();
+  for (std::uint64_t i = 0; i < passes; ++i) {
+    for (std::uint64_t c = 0; c < p.chunks; ++c) {
+      std::memcpy(dst.data(), src.data() + c * p.chunk, p.chunk);
+      asm volatile("" : : "r"(dst.data()) : "memory");  // keep the copy
+      ++s.ops;
+    }
+  }
+  s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  s.bytes = s.ops * p.chunk;
+  return s;
+}
+
+}  // namespace larder::bench

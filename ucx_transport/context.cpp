@@ -1,0 +1,57 @@
+#include "ucx_transport/context.hpp"
+
+#include <cstring>
+
+#include "ucx_transport/ucx_status.hpp"
+
+namespace larder::ucx {
+
+Result<ContextPtr> create_context(bool wakeup) {
+  ucp_config_t* config = nullptr;
+  if (Status s = from_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read"); !s.ok())
+    return s;
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_RMA | (wakeup ? UCP_FEATURE_WAKEUP : 0);
+  params.mt_workers_shared = 0;
+  ucp_context_h context = nullptr;
+  const ucs_status_t st = ucp_init(&params, config, &context);
+  ucp_config_release(config);
+  if (Status s = from_ucs(st, "ucp_init"); !s.ok()) return s;
+  return ContextPtr(context);
+}
+
+Result<WorkerPtr> create_worker(ucp_context_h context) {
+  ucp_worker_params_t params{};
+  params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  params.thread_mode = UCS_THREAD_MODE_MULTI;
+  ucp_worker_h worker = nullptr;
+  if (Status s = from_ucs(ucp_worker_create(context, &params, &worker), "ucp_worker_create");
+      !s.ok())
+    return s;
+  WorkerPtr owned(worker);
+  ucp_worker_attr_t attr{};
+  attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+  if (Status s = from_ucs(ucp_worker_query(worker, &attr), "ucp_worker_query"); !s.ok()) return s;
+  if (attr.thread_mode != UCS_THREAD_MODE_MULTI) {
+    return Status(Errc::kTransport, 0,
+                  "this UCX cannot make a multi-threaded worker (built without --enable-mt)");
+  }
+  return owned;
+}
+
+Result<std::vector<std::byte>> worker_address(ucp_worker_h worker) {
+  ucp_address_t* address = nullptr;
+  std::size_t length = 0;
+  if (Status s =
+          from_ucs(ucp_worker_get_address(worker, &address, &length), "ucp_worker_get_address");
+      !s.ok()) {
+    return s;
+  }
+  std::vector<std::byte> out(length);
+  std::memcpy(out.data(), address, length);
+  ucp_worker_release_address(worker, address);
+  return out;
+}
+
+}  // namespace larder::ucx

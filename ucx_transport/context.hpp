@@ -1,0 +1,38 @@
+// Context and Worker: the ucp context and this rank's one worker, each with its one owner.
+// The worker is multi-threaded (application threads issue gets while the progress thread
+// drives it) and supports wake-up (the progress thread sleeps on its event fd when idle).
+#ifndef LARDER_UCX_TRANSPORT_CONTEXT_HPP_
+#define LARDER_UCX_TRANSPORT_CONTEXT_HPP_
+
+#include <ucp/api/ucp.h>
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/common/status.hpp"
+
+namespace larder::ucx {
+
+struct ContextDeleter {
+  void operator()(ucp_context* c) const noexcept { ucp_cleanup(c); }
+};
+using ContextPtr = std::unique_ptr<ucp_context, ContextDeleter>;
+
+struct WorkerDeleter {
+  void operator()(ucp_worker* w) const noexcept { ucp_worker_destroy(w); }
+};
+using WorkerPtr = std::unique_ptr<ucp_worker, WorkerDeleter>;
+
+// A context with the RMA feature, configured from UCX_* variables. With `wakeup` the worker has
+// an event fd, but UCX then only picks transports that can signal events (not cma, sysv or
+// posix): use it for peers on other hosts, and a context without it on the same host.
+Result<ContextPtr> create_context(bool wakeup);
+// A multi-threaded worker.
+Result<WorkerPtr> create_worker(ucp_context_h context);
+// The worker's address, as bytes to exchange.
+Result<std::vector<std::byte>> worker_address(ucp_worker_h worker);
+
+}  // namespace larder::ucx
+
+#endif  // LARDER_UCX_TRANSPORT_CONTEXT_HPP_

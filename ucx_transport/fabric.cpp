@@ -1,0 +1,279 @@
+#include "ucx_transport/fabric.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "runtime/common/log.hpp"
+#include "ucx_transport/ucx_status.hpp"
+
+namespace larder::ucx {
+
+// The state a get's completion callback shares with the thread waiting for it.
+struct Completion {
+  std::atomic<bool> done{false};  // release by the callback, acquire by the waiter
+  ucs_status_t status = UCS_OK;   // written before done
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
+namespace {
+
+void on_get_done(void* /*request*/, ucs_status_t status, void* user_data) {
+  auto* c = static_cast<Completion*>(user_data);
+  std::lock_guard lock(c->mu);  // the waiter takes mu before it lets c go out of scope
+  c->status = status;
+  c->done.store(true, std::memory_order_release);
+  c->cv.notify_all();
+}
+
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSlice = std::chrono::milliseconds(1);
+
+}  // namespace
+
+Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& tiers,
+                                               const UcxOptions& options, bool wakeup) {
+  std::unique_ptr<Fabric> t(new Fabric(options, wakeup));
+  MPI_Comm_rank(comm, &t->rank_);
+  MPI_Comm_size(comm, &t->size_);
+  Status local;
+  auto context = create_context(wakeup);
+  if (context.ok()) {
+    t->context_ = std::move(*context);
+    auto worker = create_worker(t->context_.get());
+    if (worker.ok()) {
+      t->worker_ = std::move(*worker);
+      if (wakeup)
+        local = from_ucs(ucp_worker_get_efd(t->worker_.get(), &t->event_fd_), "ucp_worker_get_efd");
+    } else {
+      local = worker.status();
+    }
+  } else {
+    local = context.status();
+  }
+  // Every rank takes part in the exchange, even one whose UCX failed, so nobody hangs; the
+  // caller agrees on the outcome collectively.
+  Status exchanged = t->exchange(comm, tiers);
+  if (local.ok()) local = exchanged;
+  if (!local.ok()) {
+    (void)t->close();
+    return local;
+  }
+  return t;
+}
+
+Fabric::~Fabric() {
+  if (!closed_ && worker_) {
+    LARDER_LOG_WARN("ucx transport destroyed without close(); closing endpoints now");
+    for (auto& peer : peers_) {
+      if (peer) peer->close(worker_.get());
+    }
+  }
+}
+
+std::vector<ProgressSource> Fabric::progress_sources() {
+  ProgressSource source;
+  ucp_worker_h worker = worker_.get();
+  source.progress = [worker] { return ucp_worker_progress(worker) != 0; };
+  if (wakeup_) {
+    source.event_fd = event_fd_;
+    source.arm = [worker] { return ucp_worker_arm(worker) == UCS_OK; };
+  }
+  return {source};
+}
+
+Result<Peer*> Fabric::connected_peer(int rank) {
+  if (rank < 0 || rank >= size_) return Status(Errc::kInvalidArgument, EINVAL, "no such rank");
+  {
+    std::shared_lock lock(peers_mu_);
+    Peer* p = peers_[static_cast<std::size_t>(rank)].get();
+    if (p->failed())
+      return Status(Errc::kTransport, 0, "ucx peer " + std::to_string(rank) + " has failed");
+    if (p->connected()) return p;
+  }
+  std::unique_lock lock(peers_mu_);
+  Peer* p = peers_[static_cast<std::size_t>(rank)].get();
+  if (p->connected() || p->failed()) return p;
+  std::vector<std::byte> address = p->info().address;
+  if (rank == options_.fault_peer) {
+    auto dead = dead_worker_address();
+    if (!dead.ok()) return dead.status();
+    address = std::move(*dead);
+    LARDER_LOG_WARN("fault injection: the endpoint to rank {} goes to a dead worker", rank);
+  }
+  if (Status s = p->connect(worker_.get(), address); !s.ok()) {
+    p->mark_failed();
+    return s;
+  }
+  return p;
+}
+
+Result<std::vector<std::byte>> Fabric::dead_worker_address() {
+  auto worker = create_worker(context_.get());
+  if (!worker.ok()) return worker.status();
+  return worker_address(worker->get());  // the worker is destroyed on return
+}
+
+void Fabric::fail_peer(Peer& peer) noexcept {
+  peer.mark_failed();
+  std::unique_lock lock(peers_mu_);
+  peer.close(worker_.get());  // force: outstanding gets complete with UCS_ERR_CANCELED
+}
+
+Status Fabric::wait(void* request, Completion& c, Peer& peer) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options_.timeout;
+  bool timed_out = false;
+  while (!c.done.load(std::memory_order_acquire)) {
+    if (ucp_worker_progress(worker_.get()) != 0) continue;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start < kSpin) continue;
+    if (!timed_out && now >= deadline) {
+      timed_out = true;
+      LARDER_LOG_LIMITED(kWarn, "ucx get timed out after {} ms; giving up on that peer",
+                         options_.timeout.count());
+      fail_peer(peer);
+      continue;
+    }
+    // The progress thread wakes on the worker's event fd and completes the request.
+    std::unique_lock lock(c.mu);
+    c.cv.wait_for(lock, kSlice, [&] { return c.done.load(std::memory_order_acquire); });
+  }
+  { std::lock_guard lock(c.mu); }  // the callback has left its critical section
+  ucp_request_free(request);
+  if (timed_out) return Status(Errc::kTimeout, ETIMEDOUT, "ucx get timed out");
+  return from_ucs(c.status, "ucp_get_nbx");
+}
+
+Status Fabric::get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) {
+  auto peer = connected_peer(owner);
+  if (!peer.ok()) return peer.status();
+  Peer& p = **peer;
+  const int t = static_cast<int>(tier);
+  if (offset + into.size() > p.info().arena_size[t]) {
+    return Status(Errc::kInvalidArgument, ERANGE, "get beyond the end of the peer's arena");
+  }
+  Completion c;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.send = &on_get_done;
+  param.user_data = &c;
+  ucs_status_ptr_t request = nullptr;
+  {
+    std::shared_lock lock(peers_mu_);
+    if (p.failed() || !p.connected()) return Status(Errc::kTransport, 0, "ucx peer has failed");
+    request = ucp_get_nbx(p.endpoint(), into.data(), into.size(), p.info().arena_base[t] + offset,
+                          p.rkey(tier), &param);
+  }
+  if (request == nullptr) return {};
+  if (UCS_PTR_IS_ERR(request)) {
+    p.mark_failed();
+    return from_ucs(UCS_PTR_STATUS(request), "ucp_get_nbx");
+  }
+  Status s = wait(request, c, p);
+  if (!s.ok()) p.mark_failed();
+  return s;
+}
+
+Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {
+  // This rank's part: worker address, then per tier base, size and packed rkey.
+  std::vector<std::byte> mine;
+  auto append = [&mine](const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    mine.insert(mine.end(), b, b + n);
+  };
+  Status local;
+  std::vector<std::byte> address;
+  if (worker_) {
+    auto a = worker_address(worker_.get());
+    if (a.ok())
+      address = std::move(*a);
+    else
+      local = a.status();
+  }
+  const std::uint64_t alen = address.size();
+  append(&alen, sizeof alen);
+  append(address.data(), address.size());
+  for (Tier tier : {Tier::kMem, Tier::kDisk}) {
+    const Arena* arena = tiers.get(tier);
+    std::uint64_t base = arena != nullptr ? reinterpret_cast<std::uint64_t>(arena->data()) : 0;
+    std::uint64_t size = arena != nullptr ? arena->capacity() : 0;
+    std::vector<std::byte> rkey;
+    if (local.ok() && context_ && size > 0) {
+      auto reg = Registration::map(context_.get(), arena->data(), size);
+      if (reg.ok()) {
+        auto packed = reg->packed_rkey();
+        if (packed.ok())
+          rkey = std::move(*packed);
+        else
+          local = packed.status();
+        registrations_.push_back(std::move(*reg));
+      } else {
+        local = reg.status();
+      }
+    }
+    if (rkey.empty()) size = 0;
+    const std::uint64_t rlen = rkey.size();
+    append(&base, sizeof base);
+    append(&size, sizeof size);
+    append(&rlen, sizeof rlen);
+    append(rkey.data(), rkey.size());
+  }
+  // Allgatherv of everyone's part.
+  int my_len = static_cast<int>(mine.size());
+  std::vector<int> lens(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
+  if (MPI_Allgather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm) != MPI_SUCCESS) {
+    return Status(Errc::kMpi, 0, "MPI_Allgather of ucx address sizes failed");
+  }
+  int total = 0;
+  for (int r = 0; r < size_; ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += lens[static_cast<std::size_t>(r)];
+  }
+  std::vector<std::byte> all(static_cast<std::size_t>(total));
+  if (MPI_Allgatherv(mine.data(), my_len, MPI_BYTE, all.data(), lens.data(), displs.data(),
+                     MPI_BYTE, comm) != MPI_SUCCESS) {
+    return Status(Errc::kMpi, 0, "MPI_Allgatherv of ucx addresses failed");
+  }
+  peers_.clear();
+  for (int r = 0; r < size_; ++r) {
+    const std::byte* p = all.data() + displs[static_cast<std::size_t>(r)];
+    auto take = [&p](void* out, std::size_t n) {
+      std::memcpy(out, p, n);
+      p += n;
+    };
+    PeerInfo info;
+    std::uint64_t len = 0;
+    take(&len, sizeof len);
+    info.address.assign(p, p + len);
+    p += len;
+    for (int t = 0; t < kTierCount; ++t) {
+      take(&info.arena_base[t], 8);
+      take(&info.arena_size[t], 8);
+      take(&len, sizeof len);
+      info.packed_rkey[t].assign(p, p + len);
+      p += len;
+    }
+    peers_.push_back(std::make_unique<Peer>(std::move(info)));
+  }
+  return local;
+}
+
+Status Fabric::close() {
+  if (closed_) return {};
+  closed_ = true;
+  std::unique_lock lock(peers_mu_);
+  for (auto& peer : peers_) {
+    if (peer && worker_) peer->close(worker_.get());
+  }
+  peers_.clear();
+  registrations_.clear();
+  worker_.reset();
+  context_.reset();
+  return {};
+}
+
+}  // namespace larder::ucx

@@ -1,0 +1,69 @@
+// Fabric: one UCX context and multi-threaded worker of this rank, with the arenas registered,
+// and chunk reads with ucp_get_nbx straight from the owner's registered arena into the reader's
+// buffer. Worker addresses, arena addresses and remote keys are exchanged once at init;
+// endpoints are created on first use and cached. Completion is driven by the calling thread for
+// a short while, then by the progress thread.
+//
+// A rank has up to two fabrics (ucx_factory.cpp routes each get): a `wakeup` fabric for peers on
+// other hosts, whose worker has an event fd the progress thread sleeps on; and one without
+// wake-up for peers on this host, so UCX may use cma (one-sided, zero-copy, no target progress).
+//
+// Failures (endpoint errors, a peer that stops answering within the timeout) mark the peer
+// failed: that get and every later one from it return an error, and the read path falls back
+// to the parallel file system.
+#ifndef LARDER_UCX_TRANSPORT_FABRIC_HPP_
+#define LARDER_UCX_TRANSPORT_FABRIC_HPP_
+
+#include <mpi.h>
+
+#include <memory>
+#include <shared_mutex>
+#include <vector>
+
+#include "ucx_transport/context.hpp"
+#include "ucx_transport/memory.hpp"
+#include "ucx_transport/peer.hpp"
+#include "ucx_transport/ucx_factory.hpp"
+
+namespace larder::ucx {
+
+class Fabric final : public ClosableTransport {
+ public:
+  // Collective over `comm`.
+  static Result<std::unique_ptr<Fabric>> create(MPI_Comm comm, const LocalTiers& tiers,
+                                                const UcxOptions& options, bool wakeup);
+  ~Fabric() override;
+
+  const char* name() const noexcept override { return "ucx"; }
+  Status get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) override;
+  std::vector<ProgressSource> progress_sources() override;
+  Status close() override;
+
+ private:
+  Fabric(UcxOptions options, bool wakeup) : options_(options), wakeup_(wakeup) {}
+  Status exchange(MPI_Comm comm, const LocalTiers& tiers);
+  // The connected peer, connecting on first use; null with a Status when it cannot be used.
+  Result<Peer*> connected_peer(int rank);
+  // Connects to a worker that no longer exists (fault injection for tests).
+  Result<std::vector<std::byte>> dead_worker_address();
+  Status wait(void* request, struct Completion& completion, Peer& peer);
+  void fail_peer(Peer& peer) noexcept;
+
+  // Declaration order is teardown order, reversed: peers (rkeys, endpoints) go first, then the
+  // registrations, then the worker, then the context.
+  const UcxOptions options_;
+  const bool wakeup_;
+  int rank_ = 0;
+  int size_ = 0;
+  ContextPtr context_;
+  WorkerPtr worker_;
+  int event_fd_ = -1;
+  std::vector<Registration> registrations_;
+  std::shared_mutex peers_mu_;                // unique: connect and force-close; shared: issue gets
+  std::vector<std::unique_ptr<Peer>> peers_;  // index = rank
+  bool closed_ = false;
+};
+
+}  // namespace larder::ucx
+
+#endif  // LARDER_UCX_TRANSPORT_FABRIC_HPP_
