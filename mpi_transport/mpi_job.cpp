@@ -159,7 +159,6 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers) {
     UcxOptions options;
     options.timeout = config.wait_timeout;
     options.fault_peer = config.fault_ucx_peer;
-    options.host_of = host_of_;
     auto ucx = make_ucx_transport(comm_, tiers, options);
     // A rank whose UCX could not start makes every rank use MPI, so the choice is uniform.
     Status agreed = agree(ucx.ok() ? Status() : ucx.status());

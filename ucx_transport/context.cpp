@@ -6,13 +6,13 @@
 
 namespace larder::ucx {
 
-Result<ContextPtr> create_context(bool wakeup) {
+Result<ContextPtr> create_context() {
   ucp_config_t* config = nullptr;
   if (Status s = from_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read"); !s.ok())
     return s;
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_RMA | (wakeup ? UCP_FEATURE_WAKEUP : 0);
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_WAKEUP;
   params.mt_workers_shared = 0;
   ucp_context_h context = nullptr;
   const ucs_status_t st = ucp_init(&params, config, &context);

@@ -24,10 +24,8 @@ struct WorkerDeleter {
 };
 using WorkerPtr = std::unique_ptr<ucp_worker, WorkerDeleter>;
 
-// A context with the RMA feature, configured from UCX_* variables. With `wakeup` the worker has
-// an event fd, but UCX then only picks transports that can signal events (not cma, sysv or
-// posix): use it for peers on other hosts, and a context without it on the same host.
-Result<ContextPtr> create_context(bool wakeup);
+// A context with the RMA and wake-up features, configured from UCX_* variables.
+Result<ContextPtr> create_context();
 // A multi-threaded worker.
 Result<WorkerPtr> create_worker(ucp_context_h context);
 // The worker's address, as bytes to exchange.

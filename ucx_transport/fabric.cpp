@@ -35,19 +35,18 @@ constexpr auto kSlice = std::chrono::milliseconds(1);
 }  // namespace
 
 Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& tiers,
-                                               const UcxOptions& options, bool wakeup) {
-  std::unique_ptr<Fabric> t(new Fabric(options, wakeup));
+                                               const UcxOptions& options) {
+  std::unique_ptr<Fabric> t(new Fabric(options));
   MPI_Comm_rank(comm, &t->rank_);
   MPI_Comm_size(comm, &t->size_);
   Status local;
-  auto context = create_context(wakeup);
+  auto context = create_context();
   if (context.ok()) {
     t->context_ = std::move(*context);
     auto worker = create_worker(t->context_.get());
     if (worker.ok()) {
       t->worker_ = std::move(*worker);
-      if (wakeup)
-        local = from_ucs(ucp_worker_get_efd(t->worker_.get(), &t->event_fd_), "ucp_worker_get_efd");
+      local = from_ucs(ucp_worker_get_efd(t->worker_.get(), &t->event_fd_), "ucp_worker_get_efd");
     } else {
       local = worker.status();
     }
@@ -78,10 +77,8 @@ std::vector<ProgressSource> Fabric::progress_sources() {
   ProgressSource source;
   ucp_worker_h worker = worker_.get();
   source.progress = [worker] { return ucp_worker_progress(worker) != 0; };
-  if (wakeup_) {
-    source.event_fd = event_fd_;
-    source.arm = [worker] { return ucp_worker_arm(worker) == UCS_OK; };
-  }
+  source.event_fd = event_fd_;
+  source.arm = [worker] { return ucp_worker_arm(worker) == UCS_OK; };
   return {source};
 }
 

@@ -1,16 +1,16 @@
-// Fabric: one UCX context and multi-threaded worker of this rank, with the arenas registered,
-// and chunk reads with ucp_get_nbx straight from the owner's registered arena into the reader's
+// Fabric: this rank's UCX context and multi-threaded worker, with the arenas registered, and
+// chunk reads with ucp_get_nbx straight from the owner's registered arena into the reader's
 // buffer. Worker addresses, arena addresses and remote keys are exchanged once at init;
-// endpoints are created on first use and cached. Completion is driven by the calling thread for
-// a short while, then by the progress thread.
-//
-// A rank has up to two fabrics (ucx_factory.cpp routes each get): a `wakeup` fabric for peers on
-// other hosts, whose worker has an event fd the progress thread sleeps on; and one without
-// wake-up for peers on this host, so UCX may use cma (one-sided, zero-copy, no target progress).
+// endpoints are created on first use and cached. The worker has wake-up (the progress thread
+// sleeps on its event fd) and endpoints report peer failures, so UCX chooses transports that can
+// do both: TCP here, RDMA verbs on InfiniBand/RoCE clusters. Completion is driven by the calling
+// thread for a short while, then by the progress thread.
 //
 // Failures (endpoint errors, a peer that stops answering within the timeout) mark the peer
 // failed: that get and every later one from it return an error, and the read path falls back
-// to the parallel file system.
+// to the parallel file system. Why not shared-memory transports for same-host peers: see
+// docs/transports.md (UCX 1.13 only serves gets from UCX-allocated memory over sysv/posix and
+// never uses cma for RMA; and real node-local hits never touch UCX anyway).
 #ifndef LARDER_UCX_TRANSPORT_FABRIC_HPP_
 #define LARDER_UCX_TRANSPORT_FABRIC_HPP_
 
@@ -31,7 +31,7 @@ class Fabric final : public ClosableTransport {
  public:
   // Collective over `comm`.
   static Result<std::unique_ptr<Fabric>> create(MPI_Comm comm, const LocalTiers& tiers,
-                                                const UcxOptions& options, bool wakeup);
+                                                const UcxOptions& options);
   ~Fabric() override;
 
   const char* name() const noexcept override { return "ucx"; }
@@ -40,7 +40,7 @@ class Fabric final : public ClosableTransport {
   Status close() override;
 
  private:
-  Fabric(UcxOptions options, bool wakeup) : options_(options), wakeup_(wakeup) {}
+  explicit Fabric(UcxOptions options) : options_(std::move(options)) {}
   Status exchange(MPI_Comm comm, const LocalTiers& tiers);
   // The connected peer, connecting on first use; null with a Status when it cannot be used.
   Result<Peer*> connected_peer(int rank);
@@ -52,7 +52,6 @@ class Fabric final : public ClosableTransport {
   // Declaration order is teardown order, reversed: peers (rkeys, endpoints) go first, then the
   // registrations, then the worker, then the context.
   const UcxOptions options_;
-  const bool wakeup_;
   int rank_ = 0;
   int size_ = 0;
   ContextPtr context_;

@@ -30,8 +30,8 @@ class Peer {
   Peer& operator=(const Peer&) = delete;
   ~Peer();
 
-  // Creates the endpoint (to `address`, normally info().address) and unpacks the keys.
-  // Not thread-safe: the transport serialises connection set-up.
+  // Creates the endpoint (to `address`, normally info().address), reporting peer failures to
+  // mark_failed(), and unpacks the keys. Not thread-safe: the fabric serialises set-up.
   Status connect(ucp_worker_h worker, const std::vector<std::byte>& address);
   bool connected() const noexcept { return ep_ != nullptr; }
   ucp_ep_h endpoint() const noexcept { return ep_; }

@@ -29,9 +29,6 @@ struct UcxOptions {
   // Testing only (LARDER_FAULT_UCX_PEER): this rank's endpoint to that rank is connected to a
   // dead worker, so every get from it fails the way a dead peer's would. -1: none.
   int fault_peer = -1;
-  // The host (shared-memory node, as MPI_Comm_split_type sees it) of every rank. Peers on this
-  // rank's host are reached without wake-up (cma); others with it (network, event fd).
-  std::vector<int> host_of;
 };
 
 // Collective over `comm`: creates the UCX context and worker, registers the arenas and

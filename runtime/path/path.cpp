@@ -26,13 +26,13 @@ std::string lexically_normal(std::string_view absolute) {
     }
     i = j;
   }
+  if (parts.empty()) return std::string(1, '/');
   std::string out;
   out.reserve(absolute.size());
   for (std::string_view part : parts) {
     out.push_back('/');
     out.append(part);
   }
-  if (out.empty()) out = "/";
   return out;
 }
 

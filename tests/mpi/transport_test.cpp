@@ -1,0 +1,85 @@
+// Cross-node reads through the configured transport (run for ucx and mpi, several UCX_TLS):
+// bytes identical to direct reads, and a failing peer turns into direct reads, not errors.
+#include <fcntl.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include <larder/larder.hpp>
+
+#include "tests/mpi/mpi_fixture.hpp"
+#include "tests/support/data_files.hpp"
+
+namespace larder::testing {
+namespace {
+
+using TransportTest = MpiFixture;
+
+// Reads [begin, end) of the file in pieces of `piece` bytes.
+std::vector<std::byte> read_range(const std::string& path, std::size_t begin, std::size_t end,
+                                  std::size_t piece) {
+  File f(path);
+  end = std::min<std::size_t>(end, f.size());
+  std::vector<std::byte> out(end - begin);
+  for (std::size_t off = begin; off < end; off += piece) {
+    const std::size_t n = std::min(piece, end - off);
+    EXPECT_EQ(f.read_at(std::span(out).subspan(off - begin, n), off), n);
+  }
+  return out;
+}
+
+std::vector<std::byte> read_all(const std::string& path, std::size_t piece) {
+  return read_range(path, 0, SIZE_MAX, piece);
+}
+
+TEST_F(TransportTest, RemoteReadsAtManySizesMatchDirectReads) {
+  set_env("LARDER_NODE_SIZE", "1");  // every rank its own node
+  make_file("data", 40 * chunk_size + 123, 21);
+  init();
+  if (rank() == 0) {
+    EXPECT_EQ(read_all(data("data"), chunk_size), read_whole(data("data")));
+  }
+  barrier();
+  const auto whole = read_whole(data("data"));
+  for (std::size_t piece : {std::size_t{4096}, std::size_t{10007}, chunk_size, 3 * chunk_size}) {
+    ASSERT_EQ(read_all(data("data"), piece), whole) << "piece " << piece;
+  }
+  // Byte by byte across a chunk boundary and at the end of the file.
+  for (std::size_t at : {chunk_size - 100, whole.size() - 150}) {
+    const auto got = read_range(data("data"), at, at + 200, 1);
+    ASSERT_TRUE(std::equal(got.begin(), got.end(), whole.begin() + static_cast<long>(at))) << at;
+  }
+  const auto stats = finalize();
+  EXPECT_EQ(stats["pfs"]["read_ops"], 41);
+  EXPECT_EQ(stats["fallbacks"], 0);
+  EXPECT_GT(stats["hits"]["remote"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(stats["transport"]["errors"], 0);
+}
+
+TEST_F(TransportTest, AFailedPeerEndpointFallsBackToTheFileSystem) {
+  // Every rank's endpoint to rank 0 is connected to a dead worker: all reads of chunks rank 0
+  // owns must still return the right bytes, through direct reads.
+  set_env("LARDER_NODE_SIZE", "1");
+  set_env("LARDER_TRANSPORT", "ucx");
+  set_env("LARDER_FAULT_UCX_PEER", "0");
+  set_env("LARDER_TIMEOUT", "30");
+  const int nchunks = 6;
+  make_file("owned", nchunks * chunk_size, 22);
+  init();
+  if (rank() == 0) {
+    EXPECT_EQ(read_all(data("owned"), chunk_size), read_whole(data("owned")));
+  }
+  barrier();
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_EQ(read_all(data("owned"), chunk_size), read_whole(data("owned")));
+  }
+  const auto stats = finalize();
+  const std::uint64_t others = static_cast<std::uint64_t>(size() - 1);
+  EXPECT_EQ(stats["hits"]["remote"], 0);
+  EXPECT_EQ(stats["fallbacks"], 2 * nchunks * others);
+  EXPECT_GT(stats["transport"]["errors"].get<std::uint64_t>(), 0u);
+  EXPECT_EQ(stats["pfs"]["read_ops"], nchunks + 2 * nchunks * others);
+}
+
+}  // namespace
+}  // namespace larder::testing
