@@ -1,0 +1,142 @@
+#include "hdf5_vol/runtime_start.hpp"
+
+#include <dlfcn.h>
+#include <larder/larder.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "hdf5_vol/errors.hpp"
+
+namespace larder::vol {
+namespace {
+
+struct StartState {
+  std::mutex mu;
+  bool started_by_us = false;  // the running session is one this connector started
+  bool failed = false;         // a start failed: do not try again in this process
+  bool mpi_hook = false;       // the MPI_COMM_SELF attribute is set
+  bool exit_hook = false;      // the atexit handler is registered
+  bool told_no_start = false;  // the "not starting" notice was printed
+};
+
+StartState& state() {
+  static StartState* const s = new StartState();  // never deleted: used from exit handlers
+  return *s;
+}
+
+bool mpi_active() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized != 0 && finalized == 0;
+}
+
+bool disabled_by_env() {
+  const char* v = std::getenv("LARDER_ENABLE");
+  if (v == nullptr) return false;
+  const std::string_view s(v);
+  return s == "0" || s == "false" || s == "no" || s == "off";
+}
+
+// Larder over more than one rank needs MPI_THREAD_MULTIPLE; the same answer on every rank.
+bool thread_level_ok(MPI_Comm comm) {
+  int size = 1, provided = MPI_THREAD_SINGLE;
+  MPI_Comm_size(comm, &size);
+  MPI_Query_thread(&provided);
+  return size == 1 || provided == MPI_THREAD_MULTIPLE;
+}
+
+void finalize_if_ours() noexcept {
+  StartState& s = state();
+  std::lock_guard lock(s.mu);
+  if (s.started_by_us && larder_initialized()) {
+    if (larder_finalize() != LARDER_OK)
+      log_line(LogLevel::kWarn, std::string("larder_finalize failed: ") + larder_last_error());
+  }
+  s.started_by_us = false;
+}
+
+int on_comm_self_free(MPI_Comm, int keyval, void*, void*) noexcept {
+  finalize_if_ours();
+  MPI_Comm_free_keyval(&keyval);
+  return MPI_SUCCESS;
+}
+
+void on_exit() noexcept {
+  finalize_if_ours();
+}
+
+// Our exit and MPI_Finalize hooks must outlive an H5close that unloads the plugin.
+void pin_plugin() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&on_exit), &info) != 0 && info.dli_fname != nullptr)
+    (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+}
+
+// Caller holds s.mu.
+bool start(StartState& s, MPI_Comm comm) {
+  if (larder_init(comm) != LARDER_OK) {
+    s.failed = true;
+    log_line(LogLevel::kWarn,
+             std::string("cannot start the cache, reads pass through: ") + larder_last_error());
+    return false;
+  }
+  s.started_by_us = true;
+  pin_plugin();
+  if (comm != MPI_COMM_NULL && !s.mpi_hook) {
+    int keyval = MPI_KEYVAL_INVALID;
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &on_comm_self_free, &keyval, nullptr) ==
+            MPI_SUCCESS &&
+        MPI_Comm_set_attr(MPI_COMM_SELF, keyval, nullptr) == MPI_SUCCESS) {
+      s.mpi_hook = true;
+    }
+  }
+  if (comm == MPI_COMM_NULL && !s.exit_hook) s.exit_hook = std::atexit(&on_exit) == 0;
+  return true;
+}
+
+// auto with an MPI-IO open: collective over `comm`; every rank returns the same decision to
+// start, and no rank calls larder_init unless all of them do.
+bool start_collectively(StartState& s, MPI_Comm comm) {
+  const int need =
+      !larder_initialized() && !s.failed && !disabled_by_env() && thread_level_ok(comm) ? 1 : 0;
+  int all_need = 0;
+  if (MPI_Allreduce(&need, &all_need, 1, MPI_INT, MPI_LAND, comm) != MPI_SUCCESS) return false;
+  if (all_need == 0) return larder_initialized() != 0;
+  return start(s, comm);
+}
+
+}  // namespace
+
+bool ensure_runtime(larder_vol_start_t mode, MPI_Comm file_comm) noexcept {
+  StartState& s = state();
+  std::lock_guard lock(s.mu);
+  const bool mpi = mpi_active();
+  if (mode == LARDER_VOL_START_AUTO && mpi && file_comm != MPI_COMM_NULL)
+    return start_collectively(s, file_comm);  // collective even when Larder already runs here
+  if (larder_initialized()) return true;
+  if (mode == LARDER_VOL_START_NEVER || s.failed || disabled_by_env()) return false;
+  if (!mpi || mode == LARDER_VOL_START_LOCAL) return start(s, MPI_COMM_NULL);
+  if (mode == LARDER_VOL_START_WORLD) {
+    if (!thread_level_ok(MPI_COMM_WORLD)) {
+      s.failed = true;
+      log_line(LogLevel::kWarn,
+               "start=world needs MPI_THREAD_MULTIPLE (MPI_Init_thread): reads pass through");
+      return false;
+    }
+    return start(s, MPI_COMM_WORLD);
+  }
+  if (!s.told_no_start) {
+    s.told_no_start = true;
+    log_line(LogLevel::kInfo,
+             "Larder is not running and this open is not collective: reads pass through "
+             "(start Larder with its MPI_Init hooks or larder_init, open with MPI-IO, or set "
+             "start=world in HDF5_VOL_CONNECTOR)");
+  }
+  return false;
+}
+
+}  // namespace larder::vol
