@@ -111,7 +111,7 @@ int larder_open(const char* path, int flags, ...) {
 int larder_close(int fd) {
   return posix_boundary<int>([&]() -> int {
     if (auto s = Runtime::instance().session()) {
-      if (auto rc = larder::ops::try_close(*s, fd)) return *rc;
+      if (auto rc = larder::ops::try_close(s->files(), fd)) return *rc;
     }
     return larder::sys::close(fd);
   });
@@ -120,7 +120,7 @@ int larder_close(int fd) {
 ssize_t larder_pread(int fd, void* buf, size_t count, off_t offset) {
   return posix_boundary<ssize_t>([&]() -> ssize_t {
     if (auto s = Runtime::instance().session()) {
-      if (auto n = larder::ops::try_pread(*s, fd, buf, count, offset)) return *n;
+      if (auto n = larder::ops::try_pread(*s, s->files(), fd, buf, count, offset)) return *n;
     }
     return larder::sys::pread(fd, buf, count, offset);
   });
@@ -129,7 +129,7 @@ ssize_t larder_pread(int fd, void* buf, size_t count, off_t offset) {
 ssize_t larder_read(int fd, void* buf, size_t count) {
   return posix_boundary<ssize_t>([&]() -> ssize_t {
     if (auto s = Runtime::instance().session()) {
-      if (auto n = larder::ops::try_read(*s, fd, buf, count)) return *n;
+      if (auto n = larder::ops::try_read(*s, s->files(), fd, buf, count)) return *n;
     }
     return larder::sys::read(fd, buf, count);
   });
@@ -138,7 +138,7 @@ ssize_t larder_read(int fd, void* buf, size_t count) {
 off_t larder_lseek(int fd, off_t offset, int whence) {
   return posix_boundary<off_t>([&]() -> off_t {
     if (auto s = Runtime::instance().session()) {
-      if (auto pos = larder::ops::try_lseek(*s, fd, offset, whence)) return *pos;
+      if (auto pos = larder::ops::try_lseek(s->files(), fd, offset, whence)) return *pos;
     }
     return ::lseek(fd, offset, whence);
   });
@@ -147,7 +147,7 @@ off_t larder_lseek(int fd, off_t offset, int whence) {
 int larder_fstat(int fd, struct stat* st) {
   return posix_boundary<int>([&]() -> int {
     if (auto s = Runtime::instance().session()) {
-      if (auto rc = larder::ops::try_fstat(*s, fd, st)) return *rc;
+      if (auto rc = larder::ops::try_fstat(s->files(), fd, st)) return *rc;
     }
     return larder::sys::fstat(fd, st);
   });
@@ -166,9 +166,9 @@ int larder_is_managed(const char* path) {
   try {
     auto s = Runtime::instance().session();
     if (!s) return 0;
-    auto abs = larder::ops::candidate(*s, path, true);
+    auto abs = larder::ops::candidate(s->config(), path, true);
     if (!abs) return 0;
-    auto record = s->cache().lookup(*abs);
+    auto record = s->lookup(*abs);
     return record.ok() && record->error == 0 && record->managed() ? 1 : 0;
   } catch (...) {
     return 0;

@@ -1,15 +1,23 @@
 // FileTable: the descriptors of managed files opened through Larder.
 //
-// Each descriptor number is reserved by opening /dev/null, so it can never collide with a
-// descriptor the application or a library opens. The entry keeps the file's identity and the
-// read position of read()/lseek().
+// Each descriptor number is reserved by an O_PATH descriptor of /dev/null (the placeholder), so
+// it can never collide with a descriptor the application or a library opens, and anything that
+// reaches it without going through Larder (an un-intercepted system call, glibc's internal read
+// of a FILE made by fdopen) fails with EBADF instead of returning wrong bytes. The entry keeps
+// the file's identity and the read position; dup'd descriptors share one entry (one position),
+// as dup'd descriptors share one open file description in the kernel.
+//
+// maybe_managed() is one relaxed load, so the interposed calls on other descriptors pay nothing.
+// The table is safe to use in a child after fork (see lock_for_fork).
 #ifndef LARDER_RUNTIME_API_FILE_TABLE_HPP_
 #define LARDER_RUNTIME_API_FILE_TABLE_HPP_
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <shared_mutex>
+#include <string>
 #include <unordered_map>
 
 #include "runtime/cache/cache.hpp"
@@ -21,27 +29,46 @@ struct OpenFile {
   CachedFile file;
   FileMeta meta;
   int flags = 0;
-  std::mutex position_mu;
-  std::uint64_t position = 0;  // guarded by position_mu
+  bool directory = false;                  // an O_DIRECTORY descriptor of a managed directory
+  std::atomic<std::uint64_t> position{0};  // read()/lseek(): compare-and-swap, no lock (fork-safe)
 };
 
 class FileTable {
  public:
-  FileTable() = default;
+  static constexpr int kMaxTracked = 1 << 16;  // descriptors above are never managed
+
+  FileTable();
   FileTable(const FileTable&) = delete;
   FileTable& operator=(const FileTable&) = delete;
   ~FileTable();
 
-  // Reserves a descriptor number for `file`; -1 with errno on failure.
-  int add(std::shared_ptr<OpenFile> file);
+  // Reserves a descriptor number for `file` (close-on-exec when `cloexec`); -1 with errno.
+  int add(std::shared_ptr<OpenFile> file, bool cloexec);
+  // Records that descriptor `fd` (made by dup of a managed one) refers to `file`.
+  bool adopt(int fd, std::shared_ptr<OpenFile> file);
+  bool maybe_managed(int fd) const noexcept {
+    return fd >= 0 && fd < kMaxTracked && flags_[fd].load(std::memory_order_relaxed) != 0;
+  }
   std::shared_ptr<OpenFile> find(int fd) const;
-  // Removes and closes `fd`; false when it is not ours.
+  // Forgets `fd` without closing it; returns its entry (null when it was not ours).
+  std::shared_ptr<OpenFile> forget(int fd);
+  // Forgets and closes `fd`; false when it is not ours.
   bool remove(int fd);
   std::size_t size() const;
+  // Calls fn(fd, file) for every entry (under the lock: fn must not call back into the table).
+  void for_each(const std::function<void(int, const std::shared_ptr<OpenFile>&)>& fn) const;
+  // Closes nothing: forgets every entry (a child after fork that will not serve them).
+  void clear_without_closing();
+
+  // pthread_atfork: the forking thread holds the lock across fork(), so the child's copy of the
+  // table is consistent.
+  void lock_for_fork() noexcept { mu_.lock(); }
+  void unlock_after_fork() noexcept { mu_.unlock(); }
 
  private:
   mutable std::shared_mutex mu_;
   std::unordered_map<int, std::shared_ptr<OpenFile>> files_;  // guarded by mu_
+  std::unique_ptr<std::atomic<std::uint8_t>[]> flags_;        // relaxed: set under mu_
 };
 
 }  // namespace larder

@@ -103,6 +103,33 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
   return s;
 }
 
+namespace {
+Status closed_session() {
+  return Status(Errc::kUnavailable, 0, "the larder session is closed");
+}
+}  // namespace
+
+Result<PathRecord> Session::lookup(const std::string& path) {
+  if (closed_) return closed_session();
+  return cache_->lookup(path);
+}
+
+Result<PathRecord> Session::lookup_link(const std::string& path) {
+  if (closed_) return closed_session();
+  return cache_->lookup_link(path);
+}
+
+Result<std::shared_ptr<const Listing>> Session::list(const std::string& path) {
+  if (closed_) return closed_session();
+  return cache_->list(path);
+}
+
+Result<std::size_t> Session::read(const CachedFile& file, std::span<std::byte> into,
+                                  std::uint64_t offset) {
+  if (closed_) return closed_session();
+  return cache_->read(file, into, offset);
+}
+
 Status Session::close() {
   if (closed_) return {};
   closed_ = true;

@@ -5,8 +5,10 @@
 #ifndef LARDER_RUNTIME_API_SESSION_HPP_
 #define LARDER_RUNTIME_API_SESSION_HPP_
 
+#include <atomic>
 #include <memory>
 
+#include "runtime/api/file_service.hpp"
 #include "runtime/api/file_table.hpp"
 #include "runtime/cache/cache.hpp"
 #include "runtime/config/config.hpp"
@@ -24,7 +26,7 @@ namespace larder {
 
 class MpiJob;  // mpi_transport: the collective side of a session over MPI
 
-class Session {
+class Session final : public FileService {
  public:
   // A cache private to this process (no MPI).
   static Result<std::unique_ptr<Session>> create_local(Config config);
@@ -33,13 +35,19 @@ class Session {
 
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
-  ~Session();
+  ~Session() override;
 
   // Collective: totals the stats, writes LARDER_STATS, prints the summary (rank 0), frees the
   // MPI resources and removes this job's node-local files. Call once.
   Status close();
 
-  const Config& config() const noexcept { return config_; }
+  const Config& config() const noexcept override { return config_; }
+  // FileService, over this session's cache (unavailable once the session is closed).
+  Result<PathRecord> lookup(const std::string& path) override;
+  Result<PathRecord> lookup_link(const std::string& path) override;
+  Result<std::shared_ptr<const Listing>> list(const std::string& path) override;
+  Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
+                           std::uint64_t offset) override;
   Stats& stats() noexcept { return stats_; }
   Cache& cache() noexcept { return *cache_; }
   FileTable& files() noexcept { return files_; }
@@ -66,7 +74,7 @@ class Session {
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;
   FileTable files_;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};  // seq_cst: checked by readers before touching the cache
 };
 
 }  // namespace larder

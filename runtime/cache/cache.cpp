@@ -50,7 +50,16 @@ void Cache::memo_put(const Key& key, const Payload& payload) {
 // ---- metadata --------------------------------------------------------------------------------
 
 Result<PathRecord> Cache::lookup(const std::string& path) {
-  const Key key = path_key(KeyKind::kPath, path);
+  return lookup_key(path, path_key(KeyKind::kPath, path), false);
+}
+
+Result<PathRecord> Cache::lookup_link(const std::string& path) {
+  auto followed = lookup(path);
+  if (followed.ok() && followed->error == 0 && followed->file == file_id_of(path)) return followed;
+  return lookup_key(path, path_key(KeyKind::kLinkPath, path), true);
+}
+
+Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bool link) {
   Payload payload;
   if (memo_find(key, &payload)) {
     stats_.add(Counter::meta_hits);
@@ -60,12 +69,12 @@ Result<PathRecord> Cache::lookup(const std::string& path) {
   auto claim = directory_.acquire(key);
   if (!claim.ok()) {
     LARDER_LOG_LIMITED(kDebug, "directory cannot hold {}: {}", path, claim.status().to_string());
-    return resolve_and_publish(path, key, false);
+    return resolve_and_publish(path, key, false, link);
   }
   if (claim->outcome == Claim::Outcome::kLoading) {
     stats_.add(Counter::waits);
     claim = directory_.wait(key, config_.wait_timeout);
-    if (!claim.ok()) return resolve_and_publish(path, key, false);
+    if (!claim.ok()) return resolve_and_publish(path, key, false, link);
   }
   switch (claim->outcome) {
     case Claim::Outcome::kReady:
@@ -73,26 +82,45 @@ Result<PathRecord> Cache::lookup(const std::string& path) {
       memo_put(key, claim->payload);
       return unpack<PathRecord>(claim->payload);
     case Claim::Outcome::kClaimed:
-      return resolve_and_publish(path, key, true);
+      return resolve_and_publish(path, key, true, link);
     case Claim::Outcome::kLoading:
     case Claim::Outcome::kFailed:
       break;
   }
-  return resolve_and_publish(path, key, false);
+  return resolve_and_publish(path, key, false, link);
 }
 
-Result<PathRecord> Cache::resolve_and_publish(const std::string& path, const Key& key,
-                                              bool claimed) {
+Result<PathRecord> Cache::resolve_and_publish(const std::string& path, const Key& key, bool claimed,
+                                              bool link) {
   stats_.add(Counter::meta_misses);
   PathRecord record;
-  auto resolved = pfs_.resolve(path);
-  if (resolved.ok()) {
-    record.meta = resolved->meta;
-    record.file = file_id_of(resolved->canonical);
-    const bool managed = config_.prefixes.empty() || config_.lexically_managed(resolved->canonical);
-    record.flags = managed ? PathRecord::kManaged : 0;
+  int error = 0;
+  if (link) {
+    auto meta = pfs_.lstat(path);
+    if (meta.ok()) {
+      record.meta = *meta;
+      record.file = file_id_of(path);
+      record.flags = PathRecord::kManaged;  // the link itself lies where it is written
+    } else if (meta.status().code() == Errc::kUnavailable) {
+      if (claimed) (void)directory_.abandon(key);
+      return meta.status();
+    } else {
+      error = meta.status().native_code();
+    }
   } else {
-    record.error = resolved.status().native_code();
+    auto resolved = pfs_.resolve(path);
+    if (resolved.ok()) {
+      record.meta = resolved->meta;
+      record.file = file_id_of(resolved->canonical);
+      const bool managed =
+          config_.prefixes.empty() || config_.lexically_managed(resolved->canonical);
+      record.flags = managed ? PathRecord::kManaged : 0;
+    } else {
+      error = resolved.status().native_code();
+    }
+  }
+  if (error != 0) {
+    record.error = error;
     if (!is_lasting_error(record.error)) {
       if (claimed) (void)directory_.abandon(key);
       return record;  // an answer for this call only
@@ -106,6 +134,126 @@ Result<PathRecord> Cache::resolve_and_publish(const std::string& path, const Key
   }
   memo_put(key, payload);
   return record;
+}
+
+// ---- listings --------------------------------------------------------------------------------
+
+Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
+  {
+    std::shared_lock lock(memo_mu_);
+    if (auto it = listings_.find(path); it != listings_.end()) {
+      stats_.add(Counter::meta_hits);
+      return it->second;
+    }
+  }
+  const Key key = path_key(KeyKind::kListing, path);
+  Payload payload;
+  if (memo_find(key, &payload)) return fetch_listing(path, unpack<ListingRecord>(payload));
+  stats_.add(Counter::directory_ops);
+  auto claim = directory_.acquire(key);
+  if (!claim.ok()) return list_direct(path);
+  if (claim->outcome == Claim::Outcome::kLoading) {
+    stats_.add(Counter::waits);
+    claim = directory_.wait(key, config_.wait_timeout);
+    if (!claim.ok()) return list_direct(path);
+  }
+  switch (claim->outcome) {
+    case Claim::Outcome::kReady:
+      memo_put(key, claim->payload);
+      return fetch_listing(path, unpack<ListingRecord>(claim->payload));
+    case Claim::Outcome::kClaimed:
+      return load_listing(path, key);
+    case Claim::Outcome::kLoading:
+    case Claim::Outcome::kFailed:
+      break;
+  }
+  return list_direct(path);
+}
+
+std::shared_ptr<const Listing> Cache::remember_listing(const std::string& path,
+                                                       std::shared_ptr<const Listing> listing) {
+  std::unique_lock lock(memo_mu_);
+  return listings_.try_emplace(path, std::move(listing)).first->second;
+}
+
+std::shared_ptr<const Listing> Cache::fetch_listing(const std::string& path,
+                                                    const ListingRecord& rec) {
+  stats_.add(Counter::meta_hits);
+  auto listing = std::make_shared<Listing>();
+  if (rec.error != 0) {
+    listing->error = rec.error;
+    return remember_listing(path, std::move(listing));
+  }
+  std::vector<std::byte> blob(rec.length);
+  ChunkRecord where;
+  where.owner = rec.owner;
+  where.tier = rec.tier;
+  where.offset = rec.offset;
+  where.length = rec.length;
+  if (!copy_out(where, 0, blob, false) || !listing->adopt(std::move(blob)) ||
+      listing->count != rec.count) {
+    LARDER_LOG_LIMITED(kWarn, "cannot fetch the cached listing of {}; listing it directly", path);
+    return list_direct(path);
+  }
+  return remember_listing(path, std::move(listing));
+}
+
+std::shared_ptr<const Listing> Cache::load_listing(const std::string& path, const Key& key) {
+  stats_.add(Counter::meta_misses);
+  auto listing = std::make_shared<Listing>();
+  auto raw = pfs_.list(path);
+  if (!raw.ok()) {
+    listing->error = raw.status().native_code() != 0 ? raw.status().native_code() : EIO;
+    if (!is_lasting_error(listing->error)) {
+      (void)directory_.abandon(key);
+      return listing;  // an answer for this call only
+    }
+    ListingRecord rec;
+    rec.error = listing->error;
+    const Payload payload = pack(rec);
+    if (Status s = directory_.publish(key, payload); !s.ok()) {
+      LARDER_LOG_LIMITED(kWarn, "cannot publish the listing of {}: {}", path, s.to_string());
+    }
+    memo_put(key, payload);
+    return remember_listing(path, std::move(listing));
+  }
+  if (!listing->adopt(std::move(*raw))) {
+    (void)directory_.abandon(key);
+    listing->error = EIO;
+    return listing;
+  }
+  auto place = tiers_.allocate(listing->records.size());
+  if (!place.ok()) {
+    (void)directory_.abandon(key);  // everyone lists it directly
+    return remember_listing(path, std::move(listing));
+  }
+  Arena* arena = tiers_.get(place->tier);
+  if (!listing->records.empty()) {
+    std::memcpy(arena->data() + place->offset, listing->records.data(), listing->records.size());
+  }
+  ListingRecord rec;
+  rec.owner = topology_.rank;
+  rec.tier = place->tier;
+  rec.offset = place->offset;
+  rec.length = listing->records.size();
+  rec.count = listing->count;
+  const Payload payload = pack(rec);
+  if (Status s = directory_.publish(key, payload); !s.ok()) {
+    LARDER_LOG_LIMITED(kWarn, "cannot publish the listing of {}: {}", path, s.to_string());
+  }
+  memo_put(key, payload);
+  return remember_listing(path, std::move(listing));
+}
+
+std::shared_ptr<const Listing> Cache::list_direct(const std::string& path) {
+  auto listing = std::make_shared<Listing>();
+  auto raw = pfs_.list(path);
+  if (!raw.ok()) {
+    listing->error = raw.status().native_code() != 0 ? raw.status().native_code() : EIO;
+    return listing;
+  }
+  if (!listing->adopt(std::move(*raw))) listing->error = EIO;
+  return listing;
 }
 
 // ---- data ------------------------------------------------------------------------------------
@@ -147,6 +295,19 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
           .count()));
   if (!error.ok() && total == 0) return error;
   return total;
+}
+
+Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
+  if (progress_ != nullptr) progress_->notify_activity();
+  auto located = locate(file, index);
+  if (!located.ok()) return located.status();
+  Place out;
+  out.record = located->record;
+  const int owner = located->record.owner;
+  out.node_local = located->source == Source::kCache && owner >= 0 && owner < topology_.size &&
+                   (owner == topology_.rank ||
+                    (peers_ != nullptr && topology_.same_node(owner, topology_.rank)));
+  return out;
 }
 
 Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index) {
@@ -250,8 +411,10 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
     auto arena = peers_->get(record.owner, record.tier);
     if (arena.ok() && offset + into.size() <= (*arena)->capacity()) {
       std::memcpy(into.data(), (*arena)->data() + offset, into.size());
-      stats_.add(Counter::hits_node);
-      stats_.add(tier_counter);
+      if (count_hit) {
+        stats_.add(Counter::hits_node);
+        stats_.add(tier_counter);
+      }
       return true;
     }
     if (!arena.ok()) {
@@ -268,8 +431,10 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
                        into.size(), record.owner, s.to_string());
     return false;
   }
-  stats_.add(Counter::hits_remote);
-  stats_.add(tier_counter);
+  if (count_hit) {
+    stats_.add(Counter::hits_remote);
+    stats_.add(tier_counter);
+  }
   stats_.add(Counter::transport_bytes, into.size());
   return true;
 }

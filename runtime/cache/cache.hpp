@@ -10,11 +10,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <shared_mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
 
+#include "runtime/cache/listing.hpp"
 #include "runtime/cache/records.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/directory/directory.hpp"
@@ -55,6 +57,22 @@ class Cache {
   // A non-OK Result means the cache could not answer (the caller asks the PFS itself); an
   // answer that the path does not exist is an OK record with error == ENOENT.
   Result<PathRecord> lookup(const std::string& path);
+  // The lstat() answer for `path`: the stat() answer when no component of the path is a symlink
+  // (its canonical name is the path itself), else a kLinkPath entry, once per job.
+  Result<PathRecord> lookup_link(const std::string& path);
+  // The listing of directory `path` (absolute, lexically clean), from the PFS at most once per
+  // job: the rank that claims it stores the records in its arena (see ListingRecord). A non-OK
+  // Result means the cache could not answer; an errno of listing is an OK Listing with error set.
+  Result<std::shared_ptr<const Listing>> list(const std::string& path);
+
+  // Where chunk `index` of `file` can be copied from by a process of this node (worker agents):
+  // node_local says the bytes sit in an arena file on this node (the record says whose and
+  // where); otherwise the caller reads the range with read(). Loads the chunk if nobody has.
+  struct Place {
+    bool node_local = false;
+    ChunkRecord record;
+  };
+  Result<Place> place(const CachedFile& file, std::uint64_t index);
 
   // Reads up to into.size() bytes at `offset`; fewer only at end of file. Errors are the PFS's
   // errno (in native_code()).
@@ -70,7 +88,14 @@ class Cache {
     bool fresh = false;  // loaded by this call: its first use is the miss, not a hit
   };
 
-  Result<PathRecord> resolve_and_publish(const std::string& path, const Key& key, bool claimed);
+  Result<PathRecord> lookup_key(const std::string& path, const Key& key, bool link);
+  Result<PathRecord> resolve_and_publish(const std::string& path, const Key& key, bool claimed,
+                                         bool link);
+  std::shared_ptr<const Listing> fetch_listing(const std::string& path, const ListingRecord& rec);
+  std::shared_ptr<const Listing> load_listing(const std::string& path, const Key& key);
+  std::shared_ptr<const Listing> list_direct(const std::string& path);
+  std::shared_ptr<const Listing> remember_listing(const std::string& path,
+                                                  std::shared_ptr<const Listing> listing);
   Result<Located> locate(const CachedFile& file, std::uint64_t index);
   Result<Located> load(const CachedFile& file, std::uint64_t index, const Key& key);
   // Copies a piece out of a located chunk; false when the copy failed (fall back).
@@ -96,6 +121,8 @@ class Cache {
   // them saves a remote lookup (a remote atomic can cost milliseconds under Open MPI).
   std::shared_mutex memo_mu_;
   std::unordered_map<Key, Payload, KeyHash> memo_;  // guarded by memo_mu_
+  // Listings this rank has fetched (immutable for the job, like the directory entries).
+  std::unordered_map<std::string, std::shared_ptr<const Listing>> listings_;  // guarded by memo_mu_
 };
 
 }  // namespace larder

@@ -30,6 +30,24 @@ struct ChunkRecord {
   std::uint64_t length = 0;
 };
 
+// A directory listing (KeyKind::kListing of the directory's path as written). A listing does not
+// fit a directory slot, so the rank that lists the directory stores the records in its arena
+// like a chunk, and the slot says where: readers copy the blob from its owner (own arena, a node
+// peer's arena, or the transport), exactly as for a chunk. `error` is the errno of listing the
+// directory (ENOENT, ENOTDIR, EACCES...), cached like a stat error; then there is no blob.
+//
+// The blob is `count` records in the layout getdents64 returns (struct dirent64: d_ino, d_off,
+// d_reclen, d_type, d_name), each 8-byte aligned, with d_off rewritten to the record's ordinal
+// (1, 2, ...) so telldir/seekdir cookies are stable across ranks.
+struct ListingRecord {
+  std::int32_t error = 0;
+  std::int32_t owner = -1;
+  Tier tier = Tier::kMem;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  std::uint64_t count = 0;
+};
+
 }  // namespace larder
 
 #endif  // LARDER_RUNTIME_CACHE_RECORDS_HPP_

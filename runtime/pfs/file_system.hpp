@@ -3,10 +3,12 @@
 #ifndef LARDER_RUNTIME_PFS_FILE_SYSTEM_HPP_
 #define LARDER_RUNTIME_PFS_FILE_SYSTEM_HPP_
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "runtime/common/status.hpp"
 #include "runtime/pfs/file_meta.hpp"
@@ -29,6 +31,16 @@ class FileSystem {
   // Failures carry the errno of open() or pread().
   virtual Result<std::size_t> read(const std::string& path, std::uint64_t offset,
                                    std::span<std::byte> into) = 0;
+  // lstat() of `path` (the link itself when the last component is a symlink). Implementations
+  // that cannot answer return kUnavailable; callers then ask the file system themselves.
+  virtual Result<FileMeta> lstat(const std::string& path) {
+    return Status(Errc::kUnavailable, ENOSYS, "lstat is not supported for " + path);
+  }
+  // The entries of directory `path` in getdents64 layout (struct dirent64 records, in the order
+  // the file system returns them). Failures carry the errno of open(O_DIRECTORY) or getdents64.
+  virtual Result<std::vector<std::byte>> list(const std::string& path) {
+    return Status(Errc::kUnavailable, ENOSYS, "listing is not supported for " + path);
+  }
 };
 
 }  // namespace larder

@@ -67,4 +67,26 @@ Result<std::size_t> PosixFileSystem::read(const std::string& path, std::uint64_t
   return static_cast<std::size_t>(n);
 }
 
+Result<FileMeta> PosixFileSystem::lstat(const std::string& path) {
+  stats_.add(Counter::pfs_stat_ops);
+  struct stat st {};
+  if (sys::lstat(path.c_str(), &st) != 0) return from_errno(errno, "cannot lstat " + path);
+  return FileMeta::from_stat(st);
+}
+
+Result<std::vector<std::byte>> PosixFileSystem::list(const std::string& path) {
+  stats_.add(Counter::pfs_list_ops);
+  UniqueFd fd(sys::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return from_errno(errno, "cannot open directory " + path);
+  std::vector<std::byte> records;
+  std::vector<std::byte> buf(64 << 10);
+  for (;;) {
+    const long n = sys::getdents64(fd.get(), buf.data(), buf.size());
+    if (n < 0) return from_errno(errno, "cannot list " + path);
+    if (n == 0) break;
+    records.insert(records.end(), buf.begin(), buf.begin() + n);
+  }
+  return records;
+}
+
 }  // namespace larder

@@ -23,6 +23,8 @@ class PosixFileSystem final : public FileSystem {
   Result<ResolvedPath> resolve(const std::string& path) override;
   Result<std::size_t> read(const std::string& path, std::uint64_t offset,
                            std::span<std::byte> into) override;
+  Result<FileMeta> lstat(const std::string& path) override;
+  Result<std::vector<std::byte>> list(const std::string& path) override;
 
  private:
   Result<std::shared_ptr<UniqueFd>> open_cached(const std::string& path);

@@ -1,0 +1,275 @@
+#include "runtime/agent/agent_client.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runtime/agent/channel.hpp"
+#include "runtime/chunk/chunk_math.hpp"
+#include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
+
+namespace larder::agent {
+namespace {
+
+constexpr std::uint64_t kFlushEvery = 256;  // reads between two counter messages
+
+Status broken() {
+  return Status(Errc::kUnavailable, EPIPE, "the rank's agent is gone");
+}
+
+}  // namespace
+
+Result<std::unique_ptr<AgentClient>> AgentClient::connect(const std::string& name, Config config) {
+  const int pid = agent_pid(name);
+  if (pid < 0) return invalid_argument("LARDER_AGENT='" + name + "' is not an agent name");
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return from_errno(errno, "cannot create a socket for the agent channel");
+  socklen_t len = 0;
+  const sockaddr_un addr = agent_address(name, &len);
+  int rc;
+  do {
+    rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), len);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    const int err = errno;
+    sys::close(fd);
+    return from_errno(err, "cannot connect to agent " + name);
+  }
+  if (Status s = check_peer(fd, pid); !s.ok()) {
+    sys::close(fd);
+    return s;
+  }
+  const std::uint32_t version = kVersion;
+  Header h;
+  HelloReply hello;
+  Status s = send_message(fd, Op::kHello, 0, bytes_of(version));
+  if (s.ok()) s = recv_exact(fd, &h, sizeof h);
+  if (s.ok() && (h.status != 0 || h.length != sizeof hello)) {
+    s = Status(Errc::kUnavailable, 0, "the rank's agent has no running cache");
+  }
+  if (s.ok()) s = recv_exact(fd, &hello, sizeof hello);
+  if (!s.ok()) {
+    sys::close(fd);
+    return s;
+  }
+  return std::unique_ptr<AgentClient>(
+      new AgentClient(fd, std::move(config), hello.rank, hello.chunk_size));
+}
+
+AgentClient::AgentClient(int fd, Config config, int rank, std::uint64_t chunk_size)
+    : fd_(fd),
+      config_(std::move(config)),
+      rank_(rank),
+      chunk_size_(chunk_size),
+      arenas_([this](int r, Tier tier) -> std::string {
+        ArenaRequest req;
+        req.rank = r;
+        req.tier = tier;
+        auto reply = call(Op::kArena, bytes_of(req), {});
+        if (!reply.ok() || reply->status != 0) return {};
+        return std::string(reinterpret_cast<const char*>(reply->body.data()), reply->body.size());
+      }) {}
+
+AgentClient::~AgentClient() {
+  flush_stats();
+  const int fd = fd_.exchange(-1);
+  if (fd >= 0) sys::close(fd);
+}
+
+void AgentClient::abandon_in_child() noexcept {
+  const int fd = fd_.exchange(-1, std::memory_order_relaxed);
+  if (fd >= 0) sys::close(fd);
+}
+
+Result<AgentClient::Reply> AgentClient::call(Op op, std::span<const std::byte> a,
+                                             std::span<const std::byte> b) {
+  std::lock_guard lock(call_mu_);
+  const int fd = fd_.load(std::memory_order_relaxed);
+  if (fd < 0) return broken();
+  Reply reply;
+  Header h;
+  Status s = send_message(fd, op, 0, a, b);
+  if (s.ok()) s = recv_exact(fd, &h, sizeof h);
+  if (s.ok() && (h.op != static_cast<std::uint32_t>(op) || h.length > kMaxBody)) {
+    s = Status(Errc::kInternal, EPROTO, "unexpected reply on the agent channel");
+  }
+  if (s.ok()) {
+    reply.status = h.status;
+    reply.body.resize(h.length);
+    if (h.length > 0) s = recv_exact(fd, reply.body.data(), reply.body.size());
+  }
+  if (!s.ok()) {
+    LARDER_LOG_DEBUG("agent channel closed ({}); reading the file system directly", s.message());
+    if (fd_.exchange(-1) >= 0) sys::close(fd);
+    return broken();
+  }
+  return reply;
+}
+
+Result<PathRecord> AgentClient::lookup_kind(const std::string& path, bool follow) {
+  auto& memo = follow ? paths_ : links_;
+  {
+    std::shared_lock lock(memo_mu_);
+    if (auto it = memo.find(path); it != memo.end()) return it->second;
+  }
+  const std::uint8_t flag = follow ? 1 : 0;
+  auto reply = call(Op::kLookup, bytes_of(flag), bytes_of(std::string_view(path)));
+  if (!reply.ok()) return reply.status();
+  if (reply->status != 0 || reply->body.size() != sizeof(PathRecord)) {
+    return Status(Errc::kUnavailable, 0, "the agent cannot answer");
+  }
+  PathRecord rec;
+  std::memcpy(&rec, reply->body.data(), sizeof rec);
+  std::unique_lock lock(memo_mu_);
+  memo.emplace(path, rec);
+  return rec;
+}
+
+Result<PathRecord> AgentClient::lookup(const std::string& path) {
+  return lookup_kind(path, true);
+}
+
+Result<PathRecord> AgentClient::lookup_link(const std::string& path) {
+  return lookup_kind(path, false);
+}
+
+Result<std::shared_ptr<const Listing>> AgentClient::list(const std::string& path) {
+  {
+    std::shared_lock lock(memo_mu_);
+    if (auto it = lists_.find(path); it != lists_.end()) return it->second;
+  }
+  auto reply = call(Op::kList, bytes_of(std::string_view(path)), {});
+  if (!reply.ok()) return reply.status();
+  ListReply head;
+  if (reply->status != 0 || reply->body.size() < sizeof head) {
+    return Status(Errc::kUnavailable, 0, "the agent cannot answer");
+  }
+  std::memcpy(&head, reply->body.data(), sizeof head);
+  auto listing = std::make_shared<Listing>();
+  if (head.error != 0) {
+    listing->error = head.error;
+  } else if (!listing->adopt(
+                 std::vector<std::byte>(reply->body.begin() + sizeof head, reply->body.end())) ||
+             listing->count != head.count) {
+    return Status(Errc::kInternal, EPROTO, "malformed listing from the agent");
+  }
+  std::unique_lock lock(memo_mu_);
+  return lists_.try_emplace(path, std::move(listing)).first->second;
+}
+
+bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
+                             std::uint64_t offset_in_chunk, std::span<std::byte> into) {
+  const Key key = chunk_key(file.id, index);
+  ChunkRecord rec;
+  bool known = false;
+  {
+    std::shared_lock lock(memo_mu_);
+    if (auto it = places_.find(key); it != places_.end()) {
+      rec = it->second;
+      known = true;
+    }
+  }
+  if (!known) {
+    FileRequest req;
+    req.file = file.id;
+    req.size = file.size;
+    req.index = index;
+    auto reply = call(Op::kPlace, bytes_of(req), bytes_of(std::string_view(file.path)));
+    PlaceReply place;
+    if (!reply.ok() || reply->status != 0 || reply->body.size() != sizeof place) return false;
+    std::memcpy(&place, reply->body.data(), sizeof place);
+    if (place.node_local == 0) return false;
+    rec = place.record;
+    std::unique_lock lock(memo_mu_);
+    places_.emplace(key, rec);
+  }
+  if (offset_in_chunk + into.size() > rec.length) return false;
+  auto arena = arenas_.get(rec.owner, rec.tier);
+  if (!arena.ok() || rec.offset + offset_in_chunk + into.size() > (*arena)->capacity()) {
+    return false;
+  }
+  std::memcpy(into.data(), (*arena)->data() + rec.offset + offset_in_chunk, into.size());
+  stats_.add(Counter::hits_node);
+  stats_.add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
+  return true;
+}
+
+Result<std::size_t> AgentClient::read_inline(const CachedFile& file, std::uint64_t offset,
+                                             std::span<std::byte> into) {
+  FileRequest req;
+  req.file = file.id;
+  req.size = file.size;
+  req.offset = offset;
+  req.length = into.size();
+  auto reply = call(Op::kRead, bytes_of(req), bytes_of(std::string_view(file.path)));
+  if (!reply.ok()) return reply.status();
+  if (reply->status == kUnavailable) return Status(Errc::kUnavailable, 0, "agent cannot read");
+  if (reply->status != 0) {
+    const int err = static_cast<int>(reply->status);
+    return Status(Errc::kIoError, err, "read of " + file.path + " failed");
+  }
+  const std::size_t n = std::min(reply->body.size(), into.size());
+  std::memcpy(into.data(), reply->body.data(), n);
+  return n;
+}
+
+Result<std::size_t> AgentClient::read(const CachedFile& file, std::span<std::byte> into,
+                                      std::uint64_t offset) {
+  if (fd_.load(std::memory_order_relaxed) < 0) return broken();
+  const ChunkGeometry geometry{file.size, chunk_size_};
+  std::size_t total = 0;
+  Status error;
+  for_each_piece(geometry, offset, into.size(), [&](const ChunkPiece& piece) {
+    auto dst = into.subspan(piece.offset_in_buffer, piece.length);
+    if (copy_local(file, piece.index, piece.offset_in_chunk, dst)) {
+      total += dst.size();
+      return true;
+    }
+    auto n = read_inline(file, piece.index * chunk_size_ + piece.offset_in_chunk, dst);
+    if (!n.ok()) {
+      error = n.status();
+      return false;
+    }
+    total += *n;
+    return *n == dst.size();
+  });
+  if (!error.ok() && total == 0) return error;
+  stats_.add(Counter::app_read_calls);
+  stats_.add(Counter::app_bytes_read, total);
+  maybe_flush();
+  return total;
+}
+
+void AgentClient::maybe_flush() noexcept {
+  if (reads_since_flush_.fetch_add(1, std::memory_order_relaxed) + 1 >= kFlushEvery) {
+    reads_since_flush_.store(0, std::memory_order_relaxed);
+    flush_stats();
+  }
+}
+
+void AgentClient::flush_stats() noexcept {
+  try {
+    const StatsSnapshot now = stats_.snapshot();
+    std::lock_guard lock(call_mu_);
+    const int fd = fd_.load(std::memory_order_relaxed);
+    if (fd < 0) return;
+    std::array<std::uint64_t, kCounterCount> delta{};
+    bool any = false;
+    for (int i = 0; i < kCounterCount; ++i) {
+      delta[static_cast<std::size_t>(i)] = now.counters[i] - sent_.counters[i];
+      any = any || delta[static_cast<std::size_t>(i)] != 0;
+    }
+    if (!any) return;
+    if (send_message(fd, Op::kStats, 0,
+                     {reinterpret_cast<const std::byte*>(delta.data()), sizeof delta})
+            .ok()) {
+      sent_ = now;
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace larder::agent

@@ -1,0 +1,83 @@
+// AgentClient: a worker process's FileService, served by its rank over the node-local channel.
+//
+// Metadata, listings and chunk places are asked once and remembered (they are immutable for the
+// job). Chunk bytes on this node are copied from read-only mappings of the owners' arena files;
+// only chunks held elsewhere travel over the socket. If the channel breaks (the rank finished or
+// died), every call answers "unavailable" and the caller reads the file system itself: a worker
+// never fails because its rank went away. Counters are sent to the rank now and then, so the
+// job's stats include the workers' reads.
+#ifndef LARDER_RUNTIME_AGENT_AGENT_CLIENT_HPP_
+#define LARDER_RUNTIME_AGENT_AGENT_CLIENT_HPP_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/agent/protocol.hpp"
+#include "runtime/api/file_service.hpp"
+#include "runtime/stats/stats.hpp"
+#include "runtime/tier/peer_arenas.hpp"
+
+namespace larder::agent {
+
+class AgentClient final : public FileService {
+ public:
+  // Connects to the agent `name` and checks it is the rank whose pid the name carries.
+  static Result<std::unique_ptr<AgentClient>> connect(const std::string& name, Config config);
+  AgentClient(const AgentClient&) = delete;
+  AgentClient& operator=(const AgentClient&) = delete;
+  ~AgentClient() override;
+
+  const Config& config() const noexcept override { return config_; }
+  Result<PathRecord> lookup(const std::string& path) override;
+  Result<PathRecord> lookup_link(const std::string& path) override;
+  Result<std::shared_ptr<const Listing>> list(const std::string& path) override;
+  Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
+                           std::uint64_t offset) override;
+
+  int rank() const noexcept { return rank_; }
+  // Sends the counters gathered since the last flush.
+  void flush_stats() noexcept;
+  // In a child after fork: this process must not use the connection. Async-signal-safe.
+  void abandon_in_child() noexcept;
+
+ private:
+  AgentClient(int fd, Config config, int rank, std::uint64_t chunk_size);
+  struct Reply {
+    std::uint32_t status = kUnavailable;
+    std::vector<std::byte> body;
+  };
+  // One request and its reply, serialized on the connection. Not OK when the channel broke.
+  Result<Reply> call(Op op, std::span<const std::byte> a, std::span<const std::byte> b);
+  Result<PathRecord> lookup_kind(const std::string& path, bool follow);
+  // Copies one piece from a node-local arena; false when it cannot (the caller asks for bytes).
+  bool copy_local(const CachedFile& file, std::uint64_t index, std::uint64_t offset_in_chunk,
+                  std::span<std::byte> into);
+  Result<std::size_t> read_inline(const CachedFile& file, std::uint64_t offset,
+                                  std::span<std::byte> into);
+  void maybe_flush() noexcept;
+
+  std::atomic<int> fd_;  // -1 once broken or abandoned
+  const Config config_;
+  const int rank_;
+  const std::uint64_t chunk_size_;
+  std::mutex call_mu_;  // one request at a time on the socket
+
+  std::shared_mutex memo_mu_;
+  std::unordered_map<std::string, PathRecord> paths_;                      // guarded by memo_mu_
+  std::unordered_map<std::string, PathRecord> links_;                      // guarded by memo_mu_
+  std::unordered_map<std::string, std::shared_ptr<const Listing>> lists_;  // guarded by memo_mu_
+  std::unordered_map<Key, ChunkRecord, KeyHash> places_;                   // guarded by memo_mu_
+  PeerArenas arenas_;
+
+  Stats stats_;
+  StatsSnapshot sent_;                               // guarded by call_mu_
+  std::atomic<std::uint64_t> reads_since_flush_{0};  // relaxed: a trigger only
+};
+
+}  // namespace larder::agent
+
+#endif  // LARDER_RUNTIME_AGENT_AGENT_CLIENT_HPP_

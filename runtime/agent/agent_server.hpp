@@ -1,0 +1,56 @@
+// AgentServer: the rank's side of the node-local channel. Serves the rank's worker processes
+// (forked or spawned children that must not call MPI) from the rank's running session: metadata,
+// listings, where chunks sit in this node's arenas, and inline bytes for everything else.
+//
+// listen() binds the abstract name before anything else happens, so the name can be handed to
+// children (LARDER_AGENT) before the runtime is up; connections made early wait in the backlog
+// until start(). One thread accepts, one thread serves each connection (workers are few).
+#ifndef LARDER_RUNTIME_AGENT_AGENT_SERVER_HPP_
+#define LARDER_RUNTIME_AGENT_AGENT_SERVER_HPP_
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/common/status.hpp"
+
+namespace larder::agent {
+
+class AgentServer {
+ public:
+  static Result<std::unique_ptr<AgentServer>> listen(const std::string& name);
+  AgentServer(const AgentServer&) = delete;
+  AgentServer& operator=(const AgentServer&) = delete;
+  ~AgentServer();
+
+  const std::string& name() const noexcept { return name_; }
+  void start();
+  // Closes the listener and every connection (clients fall back to the file system) and joins.
+  void stop() noexcept;
+  // In a child after fork: closes this process's copies of the sockets. Async-signal-safe.
+  void close_in_child() noexcept;
+
+ private:
+  static constexpr int kMaxTracked = 256;
+  AgentServer(std::string name, int fd);
+  void accept_loop();
+  void serve(int fd);
+  void track(int fd) noexcept;
+  void untrack(int fd) noexcept;
+
+  const std::string name_;
+  const int listen_fd_;
+  std::thread acceptor_;
+  std::mutex mu_;
+  bool stopping_ = false;                             // guarded by mu_
+  std::vector<std::pair<int, std::thread>> conns_;    // guarded by mu_
+  std::array<std::atomic<int>, kMaxTracked> open_{};  // relaxed: fds to close after fork
+};
+
+}  // namespace larder::agent
+
+#endif  // LARDER_RUNTIME_AGENT_AGENT_SERVER_HPP_

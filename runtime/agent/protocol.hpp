@@ -1,0 +1,79 @@
+// The node-local channel between a rank (the agent) and its worker processes (the clients).
+//
+// A stream Unix-domain socket in the abstract namespace, named in the environment variable
+// LARDER_AGENT ("@larder-<uid>-<pid>-<random>"), so it leaves no file behind when the rank
+// dies. Both ends check the other's credentials (SO_PEERCRED): the agent accepts only processes
+// of its own user, a client talks only to the process whose pid the name carries.
+//
+// Every message is a Header followed by `length` bytes of body. The client sends one request
+// and reads one reply (kStats has none). Chunk bytes normally do not cross the socket: kPlace
+// answers where a chunk sits in an arena file on this node, and the client copies it from its
+// own read-only mapping of that arena; only chunks held on other nodes come back inline (kRead).
+#ifndef LARDER_RUNTIME_AGENT_PROTOCOL_HPP_
+#define LARDER_RUNTIME_AGENT_PROTOCOL_HPP_
+
+#include <cstdint>
+
+#include "runtime/cache/records.hpp"
+#include "runtime/chunk/chunk_key.hpp"
+
+namespace larder::agent {
+
+inline constexpr char kEnvName[] = "LARDER_AGENT";
+inline constexpr std::uint32_t kVersion = 1;
+
+enum class Op : std::uint32_t {
+  kHello = 1,   // body: u32 version                 -> HelloReply
+  kLookup = 2,  // body: u8 follow, path             -> PathRecord
+  kList = 3,    // body: path                        -> ListReply + records
+  kPlace = 4,   // body: FileRequest, path           -> PlaceReply
+  kRead = 5,    // body: FileRequest, path           -> the bytes
+  kArena = 6,   // body: ArenaRequest                -> the arena file's path
+  kStats = 7,   // body: u64 counter deltas          (no reply)
+};
+
+// Reply status: 0, an errno of the file system (kRead), or kUnavailable: the agent cannot
+// answer (its runtime is gone or failed): the client asks the file system itself.
+inline constexpr std::uint32_t kUnavailable = 0xffffffffu;
+
+struct Header {
+  std::uint32_t op = 0;  // requests: Op; replies: the request's op
+  std::uint32_t status = 0;
+  std::uint64_t length = 0;
+};
+
+struct HelloReply {
+  std::int32_t rank = -1;
+  std::uint32_t version = kVersion;
+  std::uint64_t chunk_size = 0;
+};
+
+struct FileRequest {
+  FileId file;
+  std::uint64_t size = 0;
+  std::uint64_t index = 0;   // kPlace: the chunk
+  std::uint64_t offset = 0;  // kRead: the byte range
+  std::uint64_t length = 0;
+};
+
+struct PlaceReply {
+  std::uint32_t node_local = 0;
+  ChunkRecord record;
+};
+
+struct ListReply {
+  std::int32_t error = 0;
+  std::uint64_t count = 0;
+};
+
+struct ArenaRequest {
+  std::int32_t rank = -1;
+  Tier tier = Tier::kMem;
+};
+
+// Largest request or reply body either side accepts (a chunk is at most 1 GiB).
+inline constexpr std::uint64_t kMaxBody = (1ull << 30) + 4096;
+
+}  // namespace larder::agent
+
+#endif  // LARDER_RUNTIME_AGENT_PROTOCOL_HPP_

@@ -1,0 +1,34 @@
+// FileService: what the POSIX-shaped operations (file_ops) need from a cache. A rank's Session
+// serves from its own Cache; a worker process's agent client (runtime/agent) asks its rank.
+// All methods are thread-safe and follow Cache's conventions: a non-OK Result means "cannot
+// answer, ask the file system yourself"; an errno of the file system is an OK answer.
+#ifndef LARDER_RUNTIME_API_FILE_SERVICE_HPP_
+#define LARDER_RUNTIME_API_FILE_SERVICE_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/cache/listing.hpp"
+#include "runtime/cache/records.hpp"
+#include "runtime/config/config.hpp"
+
+namespace larder {
+
+class FileService {
+ public:
+  virtual ~FileService() = default;
+  virtual const Config& config() const noexcept = 0;
+  virtual Result<PathRecord> lookup(const std::string& path) = 0;
+  virtual Result<PathRecord> lookup_link(const std::string& path) = 0;
+  virtual Result<std::shared_ptr<const Listing>> list(const std::string& path) = 0;
+  virtual Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
+                                   std::uint64_t offset) = 0;
+};
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_API_FILE_SERVICE_HPP_

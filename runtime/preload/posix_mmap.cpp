@@ -1,0 +1,80 @@
+// mmap of a managed descriptor: a private anonymous mapping filled through the cache, then given
+// the protection asked for. Files are immutable for the job, so a read-only MAP_SHARED mapping
+// and this copy cannot be told apart; a writable shared mapping needs a writable descriptor
+// (EACCES, as the kernel says for a read-only one).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime/preload/wrap.hpp"
+
+namespace larder::preload {
+namespace {
+
+std::optional<void*> serve_mmap(FileService& svc, void* addr, size_t len, int prot, int flags,
+                                int fd, off64_t offset) {
+  auto file = files().find(fd);
+  if (!file) return std::nullopt;
+  const auto page = static_cast<off64_t>(::sysconf(_SC_PAGESIZE));
+  if (len == 0 || offset < 0 || offset % page != 0) {
+    errno = EINVAL;
+    return MAP_FAILED;
+  }
+  const int type = flags & MAP_TYPE;
+  if ((type == MAP_SHARED || type == MAP_SHARED_VALIDATE) && (prot & PROT_WRITE) != 0) {
+    errno = EACCES;
+    return MAP_FAILED;
+  }
+  const int anon_flags = (flags & ~MAP_TYPE) | MAP_PRIVATE | MAP_ANONYMOUS;
+  void* map = call(real::mmap, addr, len, PROT_READ | PROT_WRITE, anon_flags, -1, off_t{0});
+  if (map == MAP_FAILED) return MAP_FAILED;
+  const auto start = static_cast<std::uint64_t>(offset);
+  if (start < file->file.size) {
+    const std::size_t want = std::min<std::uint64_t>(len, file->file.size - start);
+    std::size_t done = 0;
+    while (done < want) {
+      const ssize_t n =
+          ops::read_at(svc, *file, static_cast<char*>(map) + done, want - done, start + done);
+      if (n <= 0) {
+        const int err = n < 0 ? errno : EIO;
+        ::munmap(map, len);
+        errno = err;
+        return MAP_FAILED;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  if (prot != (PROT_READ | PROT_WRITE) && ::mprotect(map, len, prot) != 0) {
+    const int err = errno;
+    ::munmap(map, len);
+    errno = err;
+    return MAP_FAILED;
+  }
+  return map;
+}
+
+}  // namespace
+}  // namespace larder::preload
+
+using namespace larder::preload;  // NOLINT(google-build-using-namespace): wrapper file
+using larder::FileService;
+
+extern "C" {
+
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) noexcept {
+  if (fd < 0 || (flags & MAP_ANONYMOUS) != 0)
+    return call(real::mmap, addr, len, prot, flags, fd, offset);
+  return on_fd(
+      fd, [&] { return call(real::mmap, addr, len, prot, flags, fd, offset); },
+      [&](FileService& svc) { return serve_mmap(svc, addr, len, prot, flags, fd, offset); });
+}
+
+void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t offset) noexcept {
+  if (fd < 0 || (flags & MAP_ANONYMOUS) != 0) {
+    return call(real::mmap64, addr, len, prot, flags, fd, offset);
+  }
+  return on_fd(
+      fd, [&] { return call(real::mmap64, addr, len, prot, flags, fd, offset); },
+      [&](FileService& svc) { return serve_mmap(svc, addr, len, prot, flags, fd, offset); });
+}
+
+}  // extern "C"

@@ -1,0 +1,111 @@
+// Helpers shared by the wrapper files: the dispatch every interposed call makes.
+//
+//   extern "C" ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+//     return on_fd(fd, [&] { return real::pread(fd, buf, n, off); },
+//                  [&](FileService& svc) { return ops::try_pread(svc, files(), fd, buf, n, off);
+//                  });
+//   }
+//
+// on_fd/on_path take the pass-through first: when Larder is off, the call is re-entrant (made by
+// the runtime itself), or the descriptor or path is not managed, the real function runs and
+// nothing else happens. Otherwise the serving function runs; nullopt from it, or an exception,
+// means "not ours after all" and the real function runs.
+#ifndef LARDER_RUNTIME_PRELOAD_WRAP_HPP_
+#define LARDER_RUNTIME_PRELOAD_WRAP_HPP_
+
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+#include "runtime/api/file_ops.hpp"
+#include "runtime/api/reentry.hpp"
+#include "runtime/preload/process.hpp"
+#include "runtime/preload/real.hpp"
+
+namespace larder::preload {
+
+inline FileTable& files() noexcept {
+  return Process::get().files();
+}
+
+inline bool fd_is_managed(int fd) noexcept {
+  return g_enabled && files().maybe_managed(fd);
+}
+
+using larder::FileService;
+using larder::ReentryGuard;
+
+// The real function's ENOSYS when it could not be resolved.
+template <class T>
+T no_symbol() noexcept {
+  errno = ENOSYS;
+  if constexpr (std::is_same_v<T, void*>) {
+    return MAP_FAILED;  // mmap
+  } else if constexpr (std::is_pointer_v<T>) {
+    return nullptr;
+  } else {
+    return static_cast<T>(-1);
+  }
+}
+
+// Calls the real function, or fails with ENOSYS when it could not be resolved.
+template <class R, class... P, class... A>
+R call(R (*f)(P...), A... a) noexcept {
+  if (f == nullptr) return no_symbol<R>();
+  return f(a...);
+}
+template <class R, class... P, class... A>
+R call(R (*f)(P..., ...), A... a) noexcept {
+  if (f == nullptr) return no_symbol<R>();
+  return f(a...);
+}
+
+// The mode argument of open-like calls (present only when the flags need one).
+inline bool needs_mode(int flags) noexcept {
+  return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+// A call on descriptor `fd`.
+template <class Real, class Serve>
+auto on_fd(int fd, Real&& real_call, Serve&& serve) noexcept -> decltype(real_call()) {
+  ReentryGuard guard;
+  real::ensure();
+  if (!guard.outermost() || !fd_is_managed(fd)) return real_call();
+  try {
+    Process::Service svc = Process::get().service();
+    if (!svc) {
+      // Nothing can serve it any more (the runtime finished, the agent is gone): make it a
+      // real descriptor of the same file and let the real call have it.
+      Process::get().detach(fd);
+      return real_call();
+    }
+    if (auto r = serve(*svc.svc)) return *r;
+  } catch (...) {
+  }
+  return real_call();
+}
+
+// A call on a path (relative to `dirfd`).
+template <class Real, class Serve>
+auto on_path(int dirfd, const char* path, Real&& real_call, Serve&& serve) noexcept
+    -> decltype(real_call()) {
+  ReentryGuard guard;
+  real::ensure();
+  if (!guard.outermost() || !g_enabled) return real_call();
+  try {
+    auto abs = Process::get().candidate_at(dirfd, path);
+    if (!abs) return real_call();
+    Process::Service svc = Process::get().service();
+    if (!svc) return real_call();
+    if (auto r = serve(*svc.svc, *abs)) return *r;
+  } catch (...) {
+  }
+  return real_call();
+}
+
+}  // namespace larder::preload
+
+#endif  // LARDER_RUNTIME_PRELOAD_WRAP_HPP_

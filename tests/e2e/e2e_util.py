@@ -1,0 +1,135 @@
+"""Shared helpers of the end-to-end tests: scratch directories, the preload environment,
+launching jobs, the stats JSON, and the checks every job ends with (all processes gone, no
+Larder files left behind)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+
+PYTHON = "/usr/bin/python3"  # Debian's, with numpy, torch and mpi4py
+
+
+class Job:
+    """One test's scratch space and launcher settings."""
+
+    def __init__(self, args, name):
+        self.args = args
+        self.tag = "lpl-" + name + "-" + uuid.uuid4().hex[:8]
+        self.root = tempfile.mkdtemp(prefix=self.tag + "-")
+        self.data = os.path.join(self.root, "data")
+        self.shm = os.path.join("/dev/shm", self.tag)
+        self.local = os.path.join(self.root, "local")
+        for d in (self.data, self.shm, self.local):
+            os.makedirs(d, exist_ok=True)
+
+    def close(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+        shutil.rmtree(self.shm, ignore_errors=True)
+
+    def env(self, preload=True, stats=None, extra=None):
+        env = dict(os.environ)
+        for key in list(env):
+            if key.startswith("LARDER_") or key in ("LD_PRELOAD",):
+                del env[key]
+        env["LPL_TEST_TAG"] = self.tag  # lets the test find its own processes
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        if preload:
+            env["LD_PRELOAD"] = self.args.preload
+            env["LARDER_PREFIX"] = self.data
+            env["LARDER_SHM_DIR"] = self.shm
+            env["LARDER_DIR"] = self.local
+            env["LARDER_DISK"] = "64M"
+            env["LARDER_MEM"] = "256M"
+            env["LARDER_CHUNK"] = "64K"
+            env["LARDER_TIMEOUT"] = "30"
+            # UCX's default mmap hook replaces the preload library's mmap (docs/user-guide.md)
+            env["UCX_MEM_MMAP_HOOK_MODE"] = "none"
+            if stats:
+                env["LARDER_STATS"] = stats
+        if self.args.mpi == "openmpi":
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                       OMPI_MCA_pml="ucx", OMPI_MCA_btl="^openib,uct")
+        env.update(extra or {})
+        return env
+
+    def mpiexec(self, n, argv, env, timeout=50, check=True):
+        """Runs `argv` as an n-rank job; every rank gets `env` (LD_PRELOAD included)."""
+        if self.args.mpi == "openmpi":
+            cmd = [self.args.mpiexec, "-n", str(n), "--oversubscribe", "--bind-to", "none"]
+            for key in ("LD_PRELOAD", "LPL_TEST_TAG", "UCX_MEM_MMAP_HOOK_MODE"):
+                if key in env:
+                    cmd += ["-x", key]
+        else:
+            cmd = [self.args.mpiexec, "-n", str(n), "-bind-to", "none"]
+        launcher_env = dict(env)
+        launcher_env.pop("LD_PRELOAD", None)  # the launcher itself runs without Larder
+        if self.args.mpi != "openmpi" and "LD_PRELOAD" in env:
+            cmd += ["-genv", "LD_PRELOAD", env["LD_PRELOAD"]]
+        proc = subprocess.run(cmd + argv, env=launcher_env, timeout=timeout,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        sys.stdout.write(proc.stdout)
+        sys.stderr.write(proc.stderr)
+        if check and proc.returncode != 0:
+            fail(f"job {argv} exited with {proc.returncode}")
+        return proc
+
+    def leftover_files(self):
+        """Larder files still in the job's shm and local directories."""
+        left = []
+        for base in (self.shm, self.local):
+            for dirpath, dirnames, filenames in os.walk(base):
+                left += [os.path.join(dirpath, f) for f in filenames]
+                # the per-user base directory (larder-<uid>) may stay, empty; job dirs may not
+                if os.path.dirname(dirpath) != base and dirpath != base and \
+                        os.path.basename(os.path.dirname(dirpath)).startswith("larder-"):
+                    left.append(dirpath)
+        return left
+
+    def leftover_processes(self):
+        """Processes that still carry this test's tag in their environment."""
+        found = []
+        needle = ("LPL_TEST_TAG=" + self.tag).encode()
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        found.append(int(pid))
+            except OSError:
+                pass
+        return found
+
+    def check_clean(self):
+        procs = self.leftover_processes()
+        if procs:
+            fail(f"processes of the job are still running: {procs}")
+        left = self.leftover_files()
+        if left:
+            fail(f"larder files left behind: {left}")
+
+
+def read_stats(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def fail(message):
+    print("FAIL: " + message, flush=True)
+    raise SystemExit(1)
+
+
+def check(cond, message):
+    if not cond:
+        fail(message)
+    print("ok: " + message, flush=True)
+
+
+def common_args(parser):
+    parser.add_argument("--preload", required=True)
+    parser.add_argument("--mpiexec", required=True)
+    parser.add_argument("--mpi", default="mpich", choices=["mpich", "openmpi"])
+    return parser
