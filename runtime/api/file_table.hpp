@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -61,9 +62,11 @@ class FileTable {
   void clear_without_closing();
 
   // pthread_atfork: the forking thread holds the lock across fork(), so the child's copy of the
-  // table is consistent.
+  // table is consistent. The child, alone with its copy, makes a fresh lock (a rwlock records its
+  // writer's thread id, which the child's thread does not have).
   void lock_for_fork() noexcept { mu_.lock(); }
   void unlock_after_fork() noexcept { mu_.unlock(); }
+  void reset_lock_in_child() noexcept { new (&mu_) std::shared_mutex(); }
 
  private:
   mutable std::shared_mutex mu_;

@@ -151,6 +151,7 @@ namespace larder {
 
 Status Session::close_mpi() {
   MpiJob& mpi = *mpi_;
+  mpi.stop_mpi_polling();  // from here on only this thread calls MPI
   Status result;
   auto totals = mpi.reduce_stats(stats_.snapshot());
   if (!totals.ok()) result = totals.status();

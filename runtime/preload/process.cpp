@@ -170,7 +170,7 @@ void Process::on_fork_parent() noexcept {
 }
 
 void Process::on_fork_child() noexcept {
-  files_.unlock_after_fork();
+  files_.reset_lock_in_child();
   pid_.store(::getpid(), std::memory_order_relaxed);
   mpi_hooks::on_fork_child();
   // The parent's session (and its MPI) is not ours: from now on this process is a worker.
