@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "mpi_transport/comm.hpp"
@@ -15,7 +16,15 @@
 
 namespace larder {
 
+// Whether the progress thread may call MPI; the mutex makes stop_mpi_polling wait for a poll
+// under way.
+struct MpiPolling {
+  std::mutex mu;
+  bool on = true;  // guarded by mu
+};
+
 struct MpiJob::Impl {
+  std::shared_ptr<MpiPolling> polling = std::make_shared<MpiPolling>();
   mpi::Comm comm;
   mpi::Comm node_comm;
   std::unique_ptr<mpi::WindowDirectory> directory;
@@ -175,7 +184,9 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers) {
                                                      std::chrono::microseconds(1000));
   MPI_Comm comm = comm_;
   ProgressSource mpi_source;
-  mpi_source.progress = [comm] {
+  mpi_source.progress = [comm, polling = impl_->polling] {
+    std::lock_guard lock(polling->mu);
+    if (!polling->on) return false;
     // MPI has no event descriptor: poking its progress engine is the only way.
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
@@ -188,6 +199,11 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers) {
   }
   impl_->progress->start();
   return {};
+}
+
+void MpiJob::stop_mpi_polling() noexcept {
+  std::lock_guard lock(impl_->polling->mu);
+  impl_->polling->on = false;
 }
 
 Directory* MpiJob::directory() const noexcept {

@@ -53,6 +53,11 @@ class MpiJob {
   Transport* transport() const noexcept;
   ProgressThread* progress() const noexcept;
 
+  // Stops the progress thread's MPI polling (its UCX progress goes on). Teardown calls it before
+  // its first collective: larder_finalize may run inside MPI_Finalize (from an MPI_COMM_SELF
+  // attribute callback, as the HDF5 connector does), where MPICH no longer serialises threads.
+  void stop_mpi_polling() noexcept;
+
   // Stops progress, frees windows and communicators.
   Status close();
 
