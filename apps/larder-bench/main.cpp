@@ -50,7 +50,7 @@ Status train(const CliOptions& cli, const LoadedWorkload& loaded, const MpiWorld
   const Workload& w = loaded.workload;
   auto io = start_io(cli.io, w, world, console);
   if (!io.ok()) return io.status();
-  Trainer trainer(w, world, console, *io->backend, io->larder_io);
+  Trainer trainer(w, world, console, *io->backend, io->larder_io, io->larder_counters);
   Status s = trainer.prepare();
   if (s.ok()) {
     const RunRecord run = trainer.run();

@@ -40,10 +40,16 @@ Result<IoSetup> start_io(IoMode mode, const Workload& w, const MpiWorld& world, 
   IoSetup io;
   switch (mode) {
     case IoMode::kPosix:
+      if (larder_initialized() != 0) {
+        console.warning(
+            "Larder was started by its MPI_Init hooks (LARDER_PREFIX is set), but "
+            "--io posix reads bypass it: this run measures the file system");
+      }
       break;
     case IoMode::kLarder:
       if (Status s = start_larder(w, world, io, console); !s.ok()) return s;
       io.larder_io = true;
+      io.larder_counters = true;
       io.backend = make_larder_backend();
       return io;
     case IoMode::kPreload:
@@ -53,6 +59,7 @@ Result<IoSetup> start_io(IoMode mode, const Workload& w, const MpiWorld& world, 
             "liblarder_preload.so (mpiexec.mpich -genv LD_PRELOAD ...); LD_PRELOAD does not "
             "name liblarder_preload");
       }
+      io.larder_counters = true;
       break;
     case IoMode::kHdf5:
       if (w.dataset.format != Format::kHdf5) {
@@ -65,6 +72,8 @@ Result<IoSetup> start_io(IoMode mode, const Workload& w, const MpiWorld& world, 
             "driver, not Larder's VOL connector");
       } else if (Status s = start_larder(w, world, io, console); !s.ok()) {
         return s;  // started here, the connector uses it (its opens are not collective)
+      } else {
+        io.larder_counters = true;
       }
       break;
   }

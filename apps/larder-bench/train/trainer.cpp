@@ -19,12 +19,13 @@ double now_seconds() {
 }  // namespace
 
 Trainer::Trainer(const Workload& w, const MpiWorld& world, Console& console, IoBackend& io,
-                 bool larder_io)
+                 bool larder_io, bool larder_counters)
     : w_(w),
       world_(world),
       console_(console),
       io_(io),
       larder_io_(larder_io),
+      larder_counters_(larder_counters),
       rng_((static_cast<std::uint64_t>(w.train.seed) << 20) ^
            static_cast<std::uint64_t>(world.rank())) {}
 
@@ -78,13 +79,16 @@ EpochRecord Trainer::run_epoch(int epoch) {
   rec.start_ts = dlio_timestamp();
   const double t_start = now_seconds();
   console_.output(fmt::format("Starting epoch {}: {} steps expected", epoch, steps_));
-  const std::optional<LarderCounters> before = read_larder_counters();
+  const auto counters = [&] {
+    return larder_counters_ ? read_larder_counters() : std::optional<LarderCounters>();
+  };
+  const std::optional<LarderCounters> before = counters();
   rec.block = run_block(epoch);
   world_.barrier();  // the two barriers closing DLIO's _train
   world_.barrier();
   const std::size_t steps = rec.block.times.proc.size();
   rec.metrics = epoch_metrics(std::span(&rec.block.metrics, 1), std::span(&steps, 1));
-  if (const auto after = read_larder_counters(); before && after) {
+  if (const auto after = counters(); before && after) {
     rec.larder = counters_delta(*before, *after);
   }
   rec.end_ts = dlio_timestamp();

@@ -24,8 +24,10 @@ namespace larder::bench {
 
 class Trainer {
  public:
-  Trainer(const Workload& w, const MpiWorld& world, Console& console, IoBackend& io,
-          bool larder_io);
+  // `larder_io`: the backend is Larder's API; `larder_counters`: Larder serves the reads, so
+  // its per-epoch counters are recorded.
+  Trainer(const Workload& w, const MpiWorld& world, Console& console, IoBackend& io, bool larder_io,
+          bool larder_counters);
 
   // Lists the dataset (rank 0, broadcast) and checks that every epoch has a step. Collective.
   Status prepare();
@@ -47,6 +49,7 @@ class Trainer {
   Console& console_;
   IoBackend& io_;
   bool larder_io_;
+  bool larder_counters_;
   std::vector<std::string> train_files_;
   std::vector<std::string> eval_files_;
   std::int64_t steps_ = 0;
