@@ -19,17 +19,30 @@ bool read_only(unsigned flags) {
 // The communicator of an MPI-IO property list (a duplicate, freed by the caller), or NULL.
 MPI_Comm mpio_comm(hid_t fapl_id) {
   MPI_Comm comm = MPI_COMM_NULL;
+#ifdef H5_HAVE_PARALLEL
   MPI_Info info = MPI_INFO_NULL;
   if (H5Pget_fapl_mpio(fapl_id, &comm, &info) < 0) return MPI_COMM_NULL;
   if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+#else
+  (void)fapl_id;
+#endif
   return comm;
+}
+
+bool is_mpio(hid_t driver) {
+#ifdef H5_HAVE_PARALLEL
+  return driver == H5FD_MPIO;
+#else
+  (void)driver;
+  return false;
+#endif
 }
 
 // Puts the cache driver on `fapl_id` when this open should read through Larder.
 void route_through_cache(const char* name, hid_t fapl_id, const larder_vol_info_t& info) {
   const hid_t driver = H5Pget_driver(fapl_id);
   if (driver < 0) return;
-  const bool mpio = driver == H5FD_MPIO;
+  const bool mpio = is_mpio(driver);
   if (!mpio && driver != H5FD_SEC2 && driver != H5FD_STDIO && !is_cache_driver(driver)) return;
   MPI_Comm comm = mpio ? mpio_comm(fapl_id) : MPI_COMM_NULL;
   const bool running = ensure_runtime(info.start, comm);  // collective when comm is set
