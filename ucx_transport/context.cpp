@@ -8,7 +8,7 @@ namespace larder::ucx {
 
 Result<ContextPtr> create_context() {
   ucp_config_t* config = nullptr;
-  if (Status s = from_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read"); !s.ok())
+  if (Status s = from_ucs(ucp_config_read("LARDER", nullptr, &config), "ucp_config_read"); !s.ok())
     return s;
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
