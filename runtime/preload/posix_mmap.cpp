@@ -5,10 +5,21 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "runtime/preload/ucx_hooks.hpp"
 #include "runtime/preload/wrap.hpp"
 
 namespace larder::preload {
 namespace {
+
+// Every mapping the preload makes or passes on: through UCX when Larder took mmap back from
+// UCX's hook (ucx_hooks.hpp), so UCX still sees it; else libc's.
+void* pass_mmap(void* addr, size_t len, int prot, int flags, int fd, off64_t offset) noexcept {
+  if (MmapFn ucm = g_ucm_mmap.load(std::memory_order_acquire)) {
+    return ucm(addr, len, prot, flags, fd, static_cast<off_t>(offset));
+  }
+  real::ensure();  // mmap may be called by other libraries' constructors before ours
+  return call(real::mmap64, addr, len, prot, flags, fd, offset);
+}
 
 std::optional<void*> serve_mmap(FileService& svc, void* addr, size_t len, int prot, int flags,
                                 int fd, off64_t offset) {
@@ -25,7 +36,7 @@ std::optional<void*> serve_mmap(FileService& svc, void* addr, size_t len, int pr
     return MAP_FAILED;
   }
   const int anon_flags = (flags & ~MAP_TYPE) | MAP_PRIVATE | MAP_ANONYMOUS;
-  void* map = call(real::mmap, addr, len, PROT_READ | PROT_WRITE, anon_flags, -1, off_t{0});
+  void* map = pass_mmap(addr, len, PROT_READ | PROT_WRITE, anon_flags, -1, 0);
   if (map == MAP_FAILED) return MAP_FAILED;
   const auto start = static_cast<std::uint64_t>(offset);
   if (start < file->file.size) {
@@ -61,19 +72,16 @@ using larder::FileService;
 extern "C" {
 
 void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) noexcept {
-  if (fd < 0 || (flags & MAP_ANONYMOUS) != 0)
-    return call(real::mmap, addr, len, prot, flags, fd, offset);
+  if (fd < 0 || (flags & MAP_ANONYMOUS) != 0) return pass_mmap(addr, len, prot, flags, fd, offset);
   return on_fd(
-      fd, [&] { return call(real::mmap, addr, len, prot, flags, fd, offset); },
+      fd, [&] { return pass_mmap(addr, len, prot, flags, fd, offset); },
       [&](FileService& svc) { return serve_mmap(svc, addr, len, prot, flags, fd, offset); });
 }
 
 void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t offset) noexcept {
-  if (fd < 0 || (flags & MAP_ANONYMOUS) != 0) {
-    return call(real::mmap64, addr, len, prot, flags, fd, offset);
-  }
+  if (fd < 0 || (flags & MAP_ANONYMOUS) != 0) return pass_mmap(addr, len, prot, flags, fd, offset);
   return on_fd(
-      fd, [&] { return call(real::mmap64, addr, len, prot, flags, fd, offset); },
+      fd, [&] { return pass_mmap(addr, len, prot, flags, fd, offset); },
       [&](FileService& svc) { return serve_mmap(svc, addr, len, prot, flags, fd, offset); });
 }
 

@@ -17,6 +17,7 @@
 #include "runtime/mpi_hooks/lifecycle.hpp"
 #include "runtime/path/path.hpp"
 #include "runtime/preload/real.hpp"
+#include "runtime/preload/ucx_hooks.hpp"
 
 namespace larder::preload {
 namespace {
@@ -135,7 +136,11 @@ Process::Service Process::service() noexcept {
     return s;
   }
   if (!session_allowed_.load(std::memory_order_relaxed)) return {};
-  mpi_hooks::wait_until_started(config_.wait_timeout);
+  if (mpi_hooks::wait_until_started(config_.wait_timeout) &&
+      !mmap_checked_.load(std::memory_order_relaxed) &&
+      !mmap_checked_.exchange(true, std::memory_order_relaxed)) {
+    reclaim_mmap_from_ucx();  // a UCX that hooks mmap in MPI_Init, not when it loads
+  }
   Service s;
   s.session = Runtime::instance().session();
   s.svc = s.session.get();
@@ -197,6 +202,7 @@ void initialize() noexcept {
       return;
     }
     if (!config->enabled || config->prefixes.empty()) return;
+    reclaim_mmap_from_ucx();  // UCX's constructor has hooked mmap already (ucx_hooks.hpp)
     auto* p = new Process();  // never deleted
     p->config_ = std::move(*config);
     p->pid_.store(::getpid());

@@ -80,8 +80,9 @@ class Process {
   std::atomic<agent::AgentClient*> client_{nullptr};  // leaked on purpose (fork, exit)
   std::atomic<bool> client_failed_{false};
   mutable std::mutex written_mu_;
-  std::vector<std::string> written_;      // guarded by written_mu_
-  std::atomic<bool> any_written_{false};  // relaxed: a hint
+  std::vector<std::string> written_;       // guarded by written_mu_
+  std::atomic<bool> any_written_{false};   // relaxed: a hint
+  std::atomic<bool> mmap_checked_{false};  // relaxed: UCX's hook looked for after MPI started
 };
 
 // The library constructor's work (called once).

@@ -32,7 +32,8 @@ class Job:
     def env(self, preload=True, stats=None, extra=None):
         env = dict(os.environ)
         for key in list(env):
-            if key.startswith("LARDER_") or key in ("LD_PRELOAD",):
+            # UCX_MEM_*: the tests run with UCX's memory hooks as UCX sets them by default
+            if key.startswith(("LARDER_", "UCX_MEM_")) or key in ("LD_PRELOAD",):
                 del env[key]
         env["LPL_TEST_TAG"] = self.tag  # lets the test find its own processes
         env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -45,8 +46,6 @@ class Job:
             env["LARDER_MEM"] = "256M"
             env["LARDER_CHUNK"] = "64K"
             env["LARDER_TIMEOUT"] = "30"
-            # UCX's default mmap hook replaces the preload library's mmap (docs/user-guide.md)
-            env["UCX_MEM_MMAP_HOOK_MODE"] = "none"
             if stats:
                 env["LARDER_STATS"] = stats
         if self.args.mpi == "openmpi":
@@ -59,7 +58,7 @@ class Job:
         """Runs `argv` as an n-rank job; every rank gets `env` (LD_PRELOAD included)."""
         if self.args.mpi == "openmpi":
             cmd = [self.args.mpiexec, "-n", str(n), "--oversubscribe", "--bind-to", "none"]
-            for key in ("LD_PRELOAD", "LPL_TEST_TAG", "UCX_MEM_MMAP_HOOK_MODE"):
+            for key in ("LD_PRELOAD", "LPL_TEST_TAG"):
                 if key in env:
                     cmd += ["-x", key]
         else:

@@ -19,12 +19,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-static uint64_t fnv(const void* p, size_t n) {
-  const unsigned char* b = p;
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
+#include "fnv.h"
+
 
 static void report(const char* dir, const char* what, long rc, int err, uint64_t hash) {
   const char* tag = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;

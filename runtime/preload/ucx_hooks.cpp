@@ -1,0 +1,125 @@
+#include "runtime/preload/ucx_hooks.hpp"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
+
+namespace larder::preload {
+namespace {
+
+constexpr std::size_t kWindow = 64;    // bytes compared at the start of a function
+constexpr std::size_t kMaxPatch = 32;  // a hook's jump is at most this long (x86-64: 5 or 13)
+
+struct Segment {
+  ElfW(Addr) base = 0;  // the library's load bias
+  const ElfW(Phdr) * phdr = nullptr;
+  ElfW(Half) phnum = 0;
+};
+
+int find_segment(dl_phdr_info* info, std::size_t, void* data) {
+  auto* seg = static_cast<Segment*>(data);
+  if (info->dlpi_addr != seg->base) return 0;
+  seg->phdr = info->dlpi_phdr;
+  seg->phnum = info->dlpi_phnum;
+  return 1;
+}
+
+// The file offset of `addr` (in this library) when [addr, addr + kWindow) lies in one loaded
+// segment's file contents; -1 otherwise.
+off_t file_offset(const Segment& seg, const void* addr) {
+  const auto v = reinterpret_cast<ElfW(Addr)>(addr) - seg.base;
+  for (ElfW(Half) i = 0; i < seg.phnum; ++i) {
+    const ElfW(Phdr)& p = seg.phdr[i];
+    if (p.p_type == PT_LOAD && v >= p.p_vaddr && v + kWindow <= p.p_vaddr + p.p_filesz) {
+      return static_cast<off_t>(p.p_offset + (v - p.p_vaddr));
+    }
+  }
+  return -1;
+}
+
+// Puts back the original first bytes of `func` (one of this library's functions, loaded from
+// `file`) when a hook's jump was written over them. True when it did.
+bool restore(const Segment& seg, const char* file, void* func, const char* name) {
+  const off_t off = file_offset(seg, func);
+  if (off < 0) return false;
+  std::array<unsigned char, kWindow> original{};
+  const int fd = sys::open(file, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = sys::pread_full(fd, original.data(), original.size(), off);
+  sys::close(fd);
+  if (n != static_cast<ssize_t>(original.size())) return false;
+  auto* code = static_cast<unsigned char*>(func);
+  if (std::memcmp(code, original.data(), kWindow) == 0) return false;  // untouched
+  std::size_t last = 0;                                                // the last byte that differs
+  for (std::size_t i = 0; i < kWindow; ++i) {
+    if (code[i] != original[i]) last = i;
+  }
+  // A hook rewrites the entry and nothing far from it; anything else (a library file replaced
+  // since it was loaded) is left alone.
+  if (code[0] == original[0] || last >= kMaxPatch) {
+    LARDER_LOG_WARN(
+        "{} in the preload library differs from its file in an unexpected way; "
+        "mmap of managed files may fail with EBADF",
+        name);
+    return false;
+  }
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<std::uintptr_t>(code) & ~(page - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(code) + last + 1 + page - 1) & ~(page - 1);
+  void* pages = reinterpret_cast<void*>(start);
+  if (::mprotect(pages, end - start, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+    LARDER_LOG_WARN(
+        "cannot take {} back from UCX's memory hook (mprotect: {}); mmap of managed "
+        "files will fail with EBADF: set UCX_MEM_MMAP_HOOK_MODE=none",
+        name, log::errno_text(errno));
+    return false;
+  }
+  std::memcpy(code, original.data(), last + 1);
+  __builtin___clear_cache(reinterpret_cast<char*>(code), reinterpret_cast<char*>(code + last + 1));
+  ::mprotect(pages, end - start, PROT_READ | PROT_EXEC);
+  return true;
+}
+
+}  // namespace
+
+int reclaim_mmap_from_ucx() noexcept {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  Dl_info self{};
+  if (::dladdr(reinterpret_cast<void*>(&reclaim_mmap_from_ucx), &self) == 0 ||
+      self.dli_fname == nullptr) {
+    return 0;
+  }
+  Segment seg;
+  seg.base = reinterpret_cast<ElfW(Addr)>(self.dli_fbase);
+  if (::dl_iterate_phdr(find_segment, &seg) == 0 || seg.phdr == nullptr) return 0;
+  int restored = 0;
+  for (const char* name : {"mmap", "mmap64"}) {
+    void* func = ::dlsym(RTLD_DEFAULT, name);
+    Dl_info where{};
+    // Only this library's own definition, and only when it comes first in lookup order.
+    if (func == nullptr || ::dladdr(func, &where) == 0 || where.dli_fbase != self.dli_fbase) {
+      continue;
+    }
+    if (restore(seg, self.dli_fname, func, name)) ++restored;
+  }
+  if (restored > 0) {
+    // UCX wanted to see every mmap: pass the calls Larder does not serve to it.
+    if (auto* ucm = reinterpret_cast<MmapFn>(::dlsym(RTLD_DEFAULT, "ucm_mmap"))) {
+      g_ucm_mmap.store(ucm, std::memory_order_release);
+    }
+    LARDER_LOG_DEBUG("took mmap back from UCX's memory hook ({} entry points)", restored);
+  }
+  return restored;
+}
+
+}  // namespace larder::preload
