@@ -21,8 +21,8 @@ namespace larder::bench {
 
 struct IoSetup {
   std::unique_ptr<IoBackend> backend;
-  bool larder_io = false;    // reads go through Larder's API
-  bool owns_larder = false;  // larder_init was ours: finish() finalizes
+  bool larder_io = false;        // reads go through Larder's API
+  bool owns_larder = false;      // larder_init was ours: finish() finalizes
   bool larder_counters = false;  // Larder serves the reads: report its counters
 };
 
