@@ -1,11 +1,13 @@
 // dataset_cls: datasets pass straight through. Reads of a file opened read-only are served by
 // the cache below HDF5 (the file driver of cache_route.hpp), so HDF5 itself still decodes every
-// layout, filter, selection and memory type, exactly as native.
+// layout, filter, selection and memory type, exactly as native. A collective read of a cached
+// file is done independently (independent_reads.hpp).
 #include <string>
 #include <vector>
 
 #include "hdf5_vol/callbacks.hpp"
 #include "hdf5_vol/forward.hpp"
+#include "hdf5_vol/independent_reads.hpp"
 
 namespace larder::vol {
 namespace {
@@ -62,7 +64,8 @@ void* dataset_open(void* obj, const H5VL_loc_params_t* loc, const char* name, hi
 herr_t dataset_read(size_t count, void* dset[], hid_t mem_type_id[], hid_t mem_space_id[],
                     hid_t file_space_id[], hid_t dxpl_id, void* buf[], void** req) noexcept {
   return forward_multi("dataset read", count, dset, req, [&](void** unders, hid_t id) {
-    return H5VLdataset_read(count, unders, id, mem_type_id, mem_space_id, file_space_id, dxpl_id,
+    const ReadDxpl dxpl(unders[0], id, dxpl_id);  // all the datasets are in one file
+    return H5VLdataset_read(count, unders, id, mem_type_id, mem_space_id, file_space_id, dxpl.get(),
                             buf, req);
   });
 }

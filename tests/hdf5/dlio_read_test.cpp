@@ -155,8 +155,9 @@ TEST_F(DlioReadTest, MpioOpenStartsLarderOverItsCommunicator) {
   ASSERT_FALSE(larder_initialized());
   Hid fapl = plist_hid(H5Pcreate(H5P_FILE_ACCESS));
   ASSERT_GE(H5Pset_fapl_mpio(fapl.get(), MPI_COMM_WORLD, MPI_INFO_NULL), 0);
+  ASSERT_GE(H5Pset_all_coll_metadata_ops(fapl.get(), true), 0);  // collective metadata reads
   Hid dxpl = plist_hid(H5Pcreate(H5P_DATASET_XFER));
-  ASSERT_GE(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_INDEPENDENT), 0);
+  ASSERT_GE(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), 0);
   read_epochs(fapl.get(), dxpl.get());
   ASSERT_TRUE(larder_initialized());
   expect_one_read_per_piece(finalize());
