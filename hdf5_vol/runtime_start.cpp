@@ -29,8 +29,8 @@ StartState& state() {
 
 bool mpi_active() {
   int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS || MPI_Finalized(&finalized) != MPI_SUCCESS)
+    return false;
   return initialized != 0 && finalized == 0;
 }
 
@@ -44,8 +44,8 @@ bool disabled_by_env() {
 // Larder over more than one rank needs MPI_THREAD_MULTIPLE; the same answer on every rank.
 bool thread_level_ok(MPI_Comm comm) {
   int size = 1, provided = MPI_THREAD_SINGLE;
-  MPI_Comm_size(comm, &size);
-  MPI_Query_thread(&provided);
+  if (MPI_Comm_size(comm, &size) != MPI_SUCCESS || MPI_Query_thread(&provided) != MPI_SUCCESS)
+    return false;
   return size == 1 || provided == MPI_THREAD_MULTIPLE;
 }
 
