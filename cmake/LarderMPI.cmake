@@ -20,8 +20,12 @@ set(LARDER_MPI_TEST_ENV "")
 if(LARDER_MPI STREQUAL "openmpi")
   set(LARDER_MPIEXEC_PREFLAGS --oversubscribe --bind-to none)
   set(LARDER_MPI_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-                          OMPI_MCA_osc=ucx OMPI_MCA_pml=ucx OMPI_MCA_btl=^openib,uct)
+                          OMPI_MCA_osc=ucx)
 else()
   set(LARDER_MPIEXEC_PREFLAGS -bind-to none)
 endif()
 message(STATUS "Larder MPI: ${LARDER_MPI} (${LARDER_MPIEXEC})")
+
+# Larder uses MPI's C API only: keep the deprecated C++ bindings (libmpi_cxx) out of every
+# translation unit, so nothing depends on them.
+add_compile_definitions(OMPI_SKIP_MPICXX=1 MPICH_SKIP_MPICXX=1)
