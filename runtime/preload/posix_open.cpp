@@ -25,6 +25,10 @@ std::optional<int> serve_open(FileService& svc, const std::string& abs, int flag
 int open_at(int dirfd, const char* path, int flags, mode_t mode,
             int (*real_open)(const char*, int, ...),
             int (*real_openat)(int, const char*, int, ...)) noexcept {
+  if (passes_through(path)) {
+    return dirfd == AT_FDCWD && real_open != nullptr ? call(real_open, path, flags, mode)
+                                                     : call(real_openat, dirfd, path, flags, mode);
+  }
   return on_path(
       dirfd, path,
       [&] {
@@ -65,6 +69,7 @@ int open(const char* path, int flags, ...) {
   va_start(ap, flags);
   const mode_t mode = mode_arg(flags, ap);
   va_end(ap);
+  if (passes_through(path)) return call(real::open, path, flags, mode);
   return open_at(AT_FDCWD, path, flags, mode, real::open, real::openat);
 }
 
@@ -73,6 +78,7 @@ int open64(const char* path, int flags, ...) {
   va_start(ap, flags);
   const mode_t mode = mode_arg(flags, ap);
   va_end(ap);
+  if (passes_through(path)) return call(real::open64, path, flags, mode);
   return open_at(AT_FDCWD, path, flags, mode, real::open64, real::openat64);
 }
 
@@ -81,6 +87,7 @@ int openat(int dirfd, const char* path, int flags, ...) {
   va_start(ap, flags);
   const mode_t mode = mode_arg(flags, ap);
   va_end(ap);
+  if (passes_through(path)) return call(real::openat, dirfd, path, flags, mode);
   return open_at(dirfd, path, flags, mode, nullptr, real::openat);
 }
 
@@ -89,34 +96,42 @@ int openat64(int dirfd, const char* path, int flags, ...) {
   va_start(ap, flags);
   const mode_t mode = mode_arg(flags, ap);
   va_end(ap);
+  if (passes_through(path)) return call(real::openat64, dirfd, path, flags, mode);
   return open_at(dirfd, path, flags, mode, nullptr, real::openat64);
 }
 
 int __open_2(const char* path, int flags) {
+  if (passes_through(path)) return call(real::open, path, flags, 0);
   return open_at(AT_FDCWD, path, flags, 0, real::open, real::openat);
 }
 
 int __open64_2(const char* path, int flags) {
+  if (passes_through(path)) return call(real::open64, path, flags, 0);
   return open_at(AT_FDCWD, path, flags, 0, real::open64, real::openat64);
 }
 
 int __openat_2(int dirfd, const char* path, int flags) {
+  if (passes_through(path)) return call(real::openat, dirfd, path, flags, 0);
   return open_at(dirfd, path, flags, 0, nullptr, real::openat);
 }
 
 int __openat64_2(int dirfd, const char* path, int flags) {
+  if (passes_through(path)) return call(real::openat64, dirfd, path, flags, 0);
   return open_at(dirfd, path, flags, 0, nullptr, real::openat64);
 }
 
 int creat(const char* path, mode_t mode) {
+  if (passes_through(path)) return call(real::open, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
   return open_at(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, real::open, real::openat);
 }
 
 int creat64(const char* path, mode_t mode) {
+  if (passes_through(path)) return call(real::open64, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
   return open_at(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode, real::open64, real::openat64);
 }
 
 int close(int fd) {
+  if (fd_passes_through(fd)) return call(real::close, fd);
   ReentryGuard guard;
   real::ensure();
   if (guard.outermost() && fd_is_managed(fd) && close_managed(fd)) return 0;

@@ -97,30 +97,35 @@ namespace ops = larder::ops;
 extern "C" {
 
 ssize_t read(int fd, void* buf, size_t n) {
+  if (fd_passes_through(fd)) return call(real::read, fd, buf, n);
   return on_fd(
       fd, [&] { return call(real::read, fd, buf, n); },
       [&](FileService& svc) { return ops::try_read(svc, files(), fd, buf, n); });
 }
 
 ssize_t __read_chk(int fd, void* buf, size_t n, size_t buflen) {
+  if (fd_passes_through(fd)) return call(real::__read_chk, fd, buf, n, buflen);
   return on_fd(
       fd, [&] { return call(real::__read_chk, fd, buf, n, buflen); },
       [&](FileService& svc) { return ops::try_read(svc, files(), fd, buf, std::min(n, buflen)); });
 }
 
 ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+  if (fd_passes_through(fd)) return call(real::pread, fd, buf, n, off);
   return on_fd(
       fd, [&] { return call(real::pread, fd, buf, n, off); },
       [&](FileService& svc) { return ops::try_pread(svc, files(), fd, buf, n, off); });
 }
 
 ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
+  if (fd_passes_through(fd)) return call(real::pread64, fd, buf, n, off);
   return on_fd(
       fd, [&] { return call(real::pread64, fd, buf, n, off); },
       [&](FileService& svc) { return ops::try_pread(svc, files(), fd, buf, n, off); });
 }
 
 ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
+  if (fd_passes_through(fd)) return call(real::__pread_chk, fd, buf, n, off, buflen);
   return on_fd(
       fd, [&] { return call(real::__pread_chk, fd, buf, n, off, buflen); },
       [&](FileService& svc) {
@@ -129,6 +134,7 @@ ssize_t __pread_chk(int fd, void* buf, size_t n, off_t off, size_t buflen) {
 }
 
 ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
+  if (fd_passes_through(fd)) return call(real::__pread64_chk, fd, buf, n, off, buflen);
   return on_fd(
       fd, [&] { return call(real::__pread64_chk, fd, buf, n, off, buflen); },
       [&](FileService& svc) {
@@ -137,12 +143,14 @@ ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t off, size_t buflen) {
 }
 
 ssize_t readv(int fd, const struct iovec* iov, int count) {
+  if (fd_passes_through(fd)) return call(real::readv, fd, iov, count);
   return on_fd(
       fd, [&] { return call(real::readv, fd, iov, count); },
       [&](FileService& svc) { return serve_preadv(svc, fd, iov, count, -1); });
 }
 
 ssize_t preadv(int fd, const struct iovec* iov, int count, off_t off) {
+  if (fd_passes_through(fd)) return call(real::preadv, fd, iov, count, off);
   return on_fd(
       fd, [&] { return call(real::preadv, fd, iov, count, off); },
       [&](FileService& svc) {
@@ -155,6 +163,7 @@ ssize_t preadv(int fd, const struct iovec* iov, int count, off_t off) {
 }
 
 ssize_t preadv64(int fd, const struct iovec* iov, int count, off64_t off) {
+  if (fd_passes_through(fd)) return call(real::preadv64, fd, iov, count, off);
   return on_fd(
       fd, [&] { return call(real::preadv64, fd, iov, count, off); },
       [&](FileService& svc) {
@@ -167,36 +176,42 @@ ssize_t preadv64(int fd, const struct iovec* iov, int count, off64_t off) {
 }
 
 ssize_t preadv2(int fd, const struct iovec* iov, int count, off_t off, int flags) {
+  if (fd_passes_through(fd)) return call(real::preadv2, fd, iov, count, off, flags);
   return on_fd(
       fd, [&] { return call(real::preadv2, fd, iov, count, off, flags); },
       [&](FileService& svc) { return serve_preadv(svc, fd, iov, count, off); });
 }
 
 ssize_t preadv64v2(int fd, const struct iovec* iov, int count, off64_t off, int flags) {
+  if (fd_passes_through(fd)) return call(real::preadv64v2, fd, iov, count, off, flags);
   return on_fd(
       fd, [&] { return call(real::preadv64v2, fd, iov, count, off, flags); },
       [&](FileService& svc) { return serve_preadv(svc, fd, iov, count, off); });
 }
 
 off_t lseek(int fd, off_t off, int whence) noexcept {
+  if (fd_passes_through(fd)) return call(real::lseek, fd, off, whence);
   return on_fd(
       fd, [&] { return call(real::lseek, fd, off, whence); },
       [&](FileService&) { return ops::try_lseek(files(), fd, off, whence); });
 }
 
 off64_t lseek64(int fd, off64_t off, int whence) noexcept {
+  if (fd_passes_through(fd)) return call(real::lseek64, fd, off, whence);
   return on_fd(
       fd, [&] { return call(real::lseek64, fd, off, whence); },
       [&](FileService&) { return ops::try_lseek(files(), fd, off, whence); });
 }
 
 ssize_t sendfile(int out, int in, off_t* offset, size_t count) noexcept {
+  if (fd_passes_through(in)) return call(real::sendfile, out, in, offset, count);
   return on_fd(
       in, [&] { return call(real::sendfile, out, in, offset, count); },
       [&](FileService& svc) { return serve_sendfile(svc, out, in, offset, count); });
 }
 
 ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) noexcept {
+  if (fd_passes_through(in)) return call(real::sendfile64, out, in, offset, count);
   return on_fd(
       in, [&] { return call(real::sendfile64, out, in, offset, count); },
       [&](FileService& svc) { return serve_sendfile(svc, out, in, offset, count); });

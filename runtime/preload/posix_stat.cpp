@@ -142,63 +142,102 @@ int __fxstatat(int ver, int dirfd, const char* path, struct stat* st, int flags)
 int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags);
 
 int stat(const char* path, struct stat* st) noexcept {
-  return stat_at(AT_FDCWD, path, st, 0, [&] { return call(real::stat, path, st); });
+  if (passes_through(path)) return call(real::stat, path, st);
+  return out_of_line(
+      [&] { return stat_at(AT_FDCWD, path, st, 0, [&] { return call(real::stat, path, st); }); });
 }
 int stat64(const char* path, struct stat64* st) noexcept {
-  return stat_at(AT_FDCWD, path, st, 0, [&] { return call(real::stat64, path, st); });
+  if (passes_through(path)) return call(real::stat64, path, st);
+  return out_of_line(
+      [&] { return stat_at(AT_FDCWD, path, st, 0, [&] { return call(real::stat64, path, st); }); });
 }
 int lstat(const char* path, struct stat* st) noexcept {
-  return stat_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW,
-                 [&] { return call(real::lstat, path, st); });
+  if (passes_through(path)) return call(real::lstat, path, st);
+  return out_of_line([&] {
+    return stat_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW,
+                   [&] { return call(real::lstat, path, st); });
+  });
 }
 int lstat64(const char* path, struct stat64* st) noexcept {
-  return stat_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW,
-                 [&] { return call(real::lstat64, path, st); });
+  if (passes_through(path)) return call(real::lstat64, path, st);
+  return out_of_line([&] {
+    return stat_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW,
+                   [&] { return call(real::lstat64, path, st); });
+  });
 }
 int fstat(int fd, struct stat* st) noexcept {
+  if (fd_passes_through(fd)) return call(real::fstat, fd, st);
   return fstat_fd(fd, st, [&] { return call(real::fstat, fd, st); });
 }
 int fstat64(int fd, struct stat64* st) noexcept {
+  if (fd_passes_through(fd)) return call(real::fstat64, fd, st);
   return fstat_fd(fd, st, [&] { return call(real::fstat64, fd, st); });
 }
 int fstatat(int dirfd, const char* path, struct stat* st, int flags) noexcept {
-  return stat_at(dirfd, path, st, flags,
-                 [&] { return call(real::fstatat, dirfd, path, st, flags); });
+  if (passes_through(path)) return call(real::fstatat, dirfd, path, st, flags);
+  return out_of_line([&] {
+    return stat_at(dirfd, path, st, flags,
+                   [&] { return call(real::fstatat, dirfd, path, st, flags); });
+  });
 }
 int fstatat64(int dirfd, const char* path, struct stat64* st, int flags) noexcept {
-  return stat_at(dirfd, path, st, flags,
-                 [&] { return call(real::fstatat64, dirfd, path, st, flags); });
+  if (passes_through(path)) return call(real::fstatat64, dirfd, path, st, flags);
+  return out_of_line([&] {
+    return stat_at(dirfd, path, st, flags,
+                   [&] { return call(real::fstatat64, dirfd, path, st, flags); });
+  });
 }
 int __xstat(int ver, const char* path, struct stat* st) {
-  return stat_at(AT_FDCWD, path, st, 0, [&] { return call(real::__xstat, ver, path, st); });
+  if (passes_through(path)) return call(real::__xstat, ver, path, st);
+  return out_of_line([&] {
+    return stat_at(AT_FDCWD, path, st, 0, [&] { return call(real::__xstat, ver, path, st); });
+  });
 }
 int __xstat64(int ver, const char* path, struct stat64* st) {
-  return stat_at(AT_FDCWD, path, st, 0, [&] { return call(real::__xstat64, ver, path, st); });
+  if (passes_through(path)) return call(real::__xstat64, ver, path, st);
+  return out_of_line([&] {
+    return stat_at(AT_FDCWD, path, st, 0, [&] { return call(real::__xstat64, ver, path, st); });
+  });
 }
 int __lxstat(int ver, const char* path, struct stat* st) {
-  return stat_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW,
-                 [&] { return call(real::__lxstat, ver, path, st); });
+  if (passes_through(path)) return call(real::__lxstat, ver, path, st);
+  return out_of_line([&] {
+    return stat_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW,
+                   [&] { return call(real::__lxstat, ver, path, st); });
+  });
 }
 int __lxstat64(int ver, const char* path, struct stat64* st) {
-  return stat_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW,
-                 [&] { return call(real::__lxstat64, ver, path, st); });
+  if (passes_through(path)) return call(real::__lxstat64, ver, path, st);
+  return out_of_line([&] {
+    return stat_at(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW,
+                   [&] { return call(real::__lxstat64, ver, path, st); });
+  });
 }
 int __fxstat(int ver, int fd, struct stat* st) {
+  if (fd_passes_through(fd)) return call(real::__fxstat, ver, fd, st);
   return fstat_fd(fd, st, [&] { return call(real::__fxstat, ver, fd, st); });
 }
 int __fxstat64(int ver, int fd, struct stat64* st) {
+  if (fd_passes_through(fd)) return call(real::__fxstat64, ver, fd, st);
   return fstat_fd(fd, st, [&] { return call(real::__fxstat64, ver, fd, st); });
 }
 int __fxstatat(int ver, int dirfd, const char* path, struct stat* st, int flags) {
-  return stat_at(dirfd, path, st, flags,
-                 [&] { return call(real::__fxstatat, ver, dirfd, path, st, flags); });
+  if (passes_through(path)) return call(real::__fxstatat, ver, dirfd, path, st, flags);
+  return out_of_line([&] {
+    return stat_at(dirfd, path, st, flags,
+                   [&] { return call(real::__fxstatat, ver, dirfd, path, st, flags); });
+  });
 }
 int __fxstatat64(int ver, int dirfd, const char* path, struct stat64* st, int flags) {
-  return stat_at(dirfd, path, st, flags,
-                 [&] { return call(real::__fxstatat64, ver, dirfd, path, st, flags); });
+  if (passes_through(path)) return call(real::__fxstatat64, ver, dirfd, path, st, flags);
+  return out_of_line([&] {
+    return stat_at(dirfd, path, st, flags,
+                   [&] { return call(real::__fxstatat64, ver, dirfd, path, st, flags); });
+  });
 }
 
 int statx(int dirfd, const char* path, int flags, unsigned int mask, struct statx* out) noexcept {
+  if (passes_through(path)) return call(real::statx, dirfd, path, flags, mask, out);
   auto real_call = [&] { return call(real::statx, dirfd, path, flags, mask, out); };
   auto fill = [&](std::optional<int> rc, const struct stat& st) {
     if (rc && *rc == 0) to_statx(st, out);
@@ -217,18 +256,32 @@ int statx(int dirfd, const char* path, int flags, unsigned int mask, struct stat
 }
 
 int access(const char* path, int mode) noexcept {
-  return access_at(AT_FDCWD, path, mode, 0, false, [&] { return call(real::access, path, mode); });
+  if (passes_through(path)) return call(real::access, path, mode);
+  return out_of_line([&] {
+    return access_at(AT_FDCWD, path, mode, 0, false,
+                     [&] { return call(real::access, path, mode); });
+  });
 }
 int faccessat(int dirfd, const char* path, int mode, int flags) noexcept {
-  return access_at(dirfd, path, mode, flags, false,
-                   [&] { return call(real::faccessat, dirfd, path, mode, flags); });
+  if (passes_through(path)) return call(real::faccessat, dirfd, path, mode, flags);
+  return out_of_line([&] {
+    return access_at(dirfd, path, mode, flags, false,
+                     [&] { return call(real::faccessat, dirfd, path, mode, flags); });
+  });
 }
 int euidaccess(const char* path, int mode) noexcept {
-  return access_at(AT_FDCWD, path, mode, 0, true,
-                   [&] { return call(real::euidaccess, path, mode); });
+  if (passes_through(path)) return call(real::euidaccess, path, mode);
+  return out_of_line([&] {
+    return access_at(AT_FDCWD, path, mode, 0, true,
+                     [&] { return call(real::euidaccess, path, mode); });
+  });
 }
 int eaccess(const char* path, int mode) noexcept {
-  return access_at(AT_FDCWD, path, mode, 0, true, [&] { return call(real::eaccess, path, mode); });
+  if (passes_through(path)) return call(real::eaccess, path, mode);
+  return out_of_line([&] {
+    return access_at(AT_FDCWD, path, mode, 0, true,
+                     [&] { return call(real::eaccess, path, mode); });
+  });
 }
 
 }  // extern "C"

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cstring>
 
 #include "runtime/agent/channel.hpp"
 #include "runtime/api/reentry.hpp"
@@ -16,13 +17,12 @@
 #include "runtime/common/sys.hpp"
 #include "runtime/mpi_hooks/lifecycle.hpp"
 #include "runtime/path/path.hpp"
+#include "runtime/preload/fast_path.hpp"
 #include "runtime/preload/real.hpp"
 #include "runtime/preload/ucx_hooks.hpp"
 
 namespace larder::preload {
 namespace {
-
-Process* g_process = nullptr;  // built by initialize(), never destroyed
 
 // True for an absolute path that lexically_normal() would leave unchanged.
 bool is_clean_absolute(std::string_view p) noexcept {
@@ -56,10 +56,6 @@ void at_exit() {
 
 }  // namespace
 
-Process& Process::get() noexcept {
-  return *g_process;
-}
-
 Process::Process() = default;
 
 bool Process::under_prefix(std::string_view clean) const noexcept {
@@ -71,6 +67,7 @@ bool Process::under_prefix(std::string_view clean) const noexcept {
 
 std::optional<std::string> Process::candidate(const char* path) const {
   if (path == nullptr || *path == '\0') return std::nullopt;
+  if (path[0] == '/' && surely_outside(path)) return std::nullopt;  // the common case, cheaply
   const std::string_view p(path);
   std::string abs;
   if (is_clean_absolute(p)) {

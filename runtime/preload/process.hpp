@@ -11,6 +11,7 @@
 #define LARDER_RUNTIME_PRELOAD_PROCESS_HPP_
 
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "runtime/api/file_service.hpp"
 #include "runtime/api/file_table.hpp"
 #include "runtime/api/session.hpp"
+#include "runtime/preload/fast_path.hpp"
 
 namespace larder::preload {
 
@@ -33,7 +35,7 @@ inline bool g_enabled = false;
 
 class Process {
  public:
-  static Process& get() noexcept;  // valid once g_enabled is true
+  static Process& get() noexcept;  // valid once g_enabled is true (inline, below)
 
   // The service for a managed call now; null: pass the call through. Holds the session alive.
   struct Service {
@@ -45,8 +47,13 @@ class Process {
 
   FileTable& files() noexcept { return files_; }
 
+  // True when absolute path `abs`, once made lexically clean, is under no prefix; false when it
+  // may be (candidate() decides). Never allocates (fast_path.hpp).
+  bool surely_outside(const char* abs) const noexcept {
+    return preload::surely_outside(abs, config_.prefixes);
+  }
   // `path` made absolute and lexically clean, when it lies under a prefix; nullopt (without
-  // allocating, for clean absolute paths) when it does not.
+  // allocating, for most absolute paths) when it does not.
   std::optional<std::string> candidate(const char* path) const;
   // The same for a path relative to directory descriptor `dirfd` (AT_FDCWD or a real one).
   std::optional<std::string> candidate_at(int dirfd, const char* path) const;
@@ -84,6 +91,13 @@ class Process {
   std::atomic<bool> any_written_{false};   // relaxed: a hint
   std::atomic<bool> mmap_checked_{false};  // relaxed: UCX's hook looked for after MPI started
 };
+
+// The one Process: built by initialize(), never destroyed.
+inline Process* g_process = nullptr;
+
+inline Process& Process::get() noexcept {
+  return *g_process;
+}
 
 // The library constructor's work (called once).
 void initialize() noexcept;

@@ -68,12 +68,33 @@ inline bool needs_mode(int flags) noexcept {
   return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-// A call on descriptor `fd`.
-template <class Real, class Serve>
-auto on_fd(int fd, Real&& real_call, Serve&& serve) noexcept -> decltype(real_call()) {
-  ReentryGuard guard;
+// True when a call on `path` goes straight to the real function: Larder is off in this process,
+// the call comes from Larder itself, or the path is absolute and under no prefix. Path wrappers
+// test it first, before they build anything: it is all an unmanaged stat or open pays.
+inline bool passes_through(const char* path) noexcept {
   real::ensure();
-  if (!guard.outermost() || !fd_is_managed(fd)) return real_call();
+  if (!g_enabled || larder::t_reentry_depth != 0) return true;
+  return path != nullptr && path[0] == '/' && Process::get().surely_outside(path);
+}
+
+// Runs `f` out of line: keeps the serving code's stack frame out of a wrapper's pass-through.
+template <class F>
+[[gnu::noinline]] auto out_of_line(F&& f) noexcept -> decltype(f()) {
+  return f();
+}
+
+// True when a call on descriptor `fd` goes straight to the real function (not a managed
+// descriptor, or the call comes from Larder itself): descriptor wrappers test it first.
+inline bool fd_passes_through(int fd) noexcept {
+  real::ensure();
+  return larder::t_reentry_depth != 0 || !fd_is_managed(fd);
+}
+
+// The part of on_fd for a managed descriptor: out of line (see serve_path below).
+template <class Real, class Serve>
+[[gnu::noinline]] auto serve_fd(int fd, Real& real_call, Serve& serve) noexcept
+    -> decltype(real_call()) {
+  ReentryGuard guard;
   try {
     Process::Service svc = Process::get().service();
     if (!svc) {
@@ -88,13 +109,20 @@ auto on_fd(int fd, Real&& real_call, Serve&& serve) noexcept -> decltype(real_ca
   return real_call();
 }
 
-// A call on a path (relative to `dirfd`).
+// A call on descriptor `fd`. Out of line: the wrappers test fd_passes_through() first.
 template <class Real, class Serve>
-auto on_path(int dirfd, const char* path, Real&& real_call, Serve&& serve) noexcept
+[[gnu::noinline]] auto on_fd(int fd, Real&& real_call, Serve&& serve) noexcept
     -> decltype(real_call()) {
+  if (fd_passes_through(fd)) return real_call();
+  return serve_fd(fd, real_call, serve);
+}
+
+// The part of on_path after the cheap checks: out of line, so that the pass-through of an
+// unmanaged path stays a few instructions with a small stack frame.
+template <class Real, class Serve>
+[[gnu::noinline]] auto serve_path(int dirfd, const char* path, Real& real_call,
+                                  Serve& serve) noexcept -> decltype(real_call()) {
   ReentryGuard guard;
-  real::ensure();
-  if (!guard.outermost() || !g_enabled) return real_call();
   try {
     auto abs = Process::get().candidate_at(dirfd, path);
     if (!abs) return real_call();
@@ -104,6 +132,14 @@ auto on_path(int dirfd, const char* path, Real&& real_call, Serve&& serve) noexc
   } catch (...) {
   }
   return real_call();
+}
+
+// A call on a path (relative to `dirfd`). Out of line: the wrappers test passes_through() first.
+template <class Real, class Serve>
+[[gnu::noinline]] auto on_path(int dirfd, const char* path, Real&& real_call,
+                               Serve&& serve) noexcept -> decltype(real_call()) {
+  if (passes_through(path)) return real_call();
+  return serve_path(dirfd, path, real_call, serve);
 }
 
 }  // namespace larder::preload

@@ -1,8 +1,9 @@
 /* mmap_calls: maps files under the managed prefix after MPI_Init, the way programs do, and
  * prints a hash of what it sees, for the driver to compare with a direct read of the files.
  *
- * Usage: mmap_calls <file>...
- * For each file: a read-only MAP_SHARED mapping of the whole file, a MAP_PRIVATE mapping at a
+ * Usage: mmap_calls <out prefix> <file>...
+ * Writes to <out prefix>.<rank> (not stdout: the launcher interleaves the ranks' output). For each
+ * file: a read-only MAP_SHARED mapping of the whole file, a MAP_PRIVATE mapping at a
  * page-aligned offset in the middle, and a MAP_PRIVATE mapping that is then written to (the
  * file must not change). One line per mapping: "<name> <what> rc=<0|-1> errno=<name> hash=<h>".
  * Also reports whether UCX's memory manager, when it is in the process, still sees mappings
@@ -21,12 +22,14 @@
 
 #include "fnv.h"
 
+static FILE* out;
+
 static void report(const char* path, const char* what, void* m, size_t n) {
   const char* name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   const int err = errno;
-  printf("%s %s rc=%d errno=%s hash=%016llx\n", name, what, m == MAP_FAILED ? -1 : 0,
-         m == MAP_FAILED ? strerrorname_np(err) : "-",
-         (unsigned long long)(m == MAP_FAILED ? 0 : fnv(m, n)));
+  fprintf(out, "%s %s rc=%d errno=%s hash=%016llx\n", name, what, m == MAP_FAILED ? -1 : 0,
+          m == MAP_FAILED ? strerrorname_np(err) : "-",
+          (unsigned long long)(m == MAP_FAILED ? 0 : fnv(m, n)));
 }
 
 static int ucm_events; /* atomics: written by UCX's dispatch, which the compiler cannot see */
@@ -55,13 +58,17 @@ int main(int argc, char** argv) {
   if (MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return 3;
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc < 2) return 2;
+  char name[4096];
+  snprintf(name, sizeof name, "%s.%d", argv[1], rank);
+  out = fopen(name, "w");
+  if (out == NULL) return 4;
   const long page = sysconf(_SC_PAGESIZE);
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 2; i < argc; ++i) {
     int fd = open(argv[i], O_RDONLY);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-      printf("%s open failed: %s\n", argv[i], strerror(errno));
+      fprintf(out, "%s open failed: %s\n", argv[i], strerror(errno));
       continue;
     }
     const size_t size = (size_t)st.st_size;
@@ -78,7 +85,8 @@ int main(int argc, char** argv) {
     if (m != MAP_FAILED) munmap(m, size);
     close(fd);
   }
-  printf("rank %d ucm mmap events %d\n", rank, ucm_sees_mappings());
+  fprintf(out, "rank %d ucm mmap events %d\n", rank, ucm_sees_mappings());
+  fclose(out);
   MPI_Finalize();
   return 0;
 }

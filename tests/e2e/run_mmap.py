@@ -84,8 +84,9 @@ def main():
 
         files = [os.path.join(job.data, n) for n in ("blob.bin", "a_f32.npy")]
         want = [line for f in files for line in expected_c_lines(f)]
-        proc = job.mpiexec(2, [args.exe] + files, job.env())
-        lines = proc.stdout.splitlines()
+        c_out = os.path.join(job.root, "c_out")
+        job.mpiexec(2, [args.exe, c_out] + files, job.env())
+        lines = [line for r in range(2) for line in open(f"{c_out}.{r}").read().splitlines()]
         for w in want:
             if lines.count(w) != 2:
                 print(f"expected twice: {w}\ngot: {[l for l in lines if l.startswith(w[:20])]}")
