@@ -42,10 +42,17 @@ typedef enum {
 
 /* Starts Larder over `comm` (collective; MPI must be initialized with MPI_THREAD_MULTIPLE for a
  * communicator of more than one rank). MPI_COMM_NULL starts a cache private to this process.
- * Settings come from the environment (LARDER_*; docs/user-guide.md). */
+ * Settings come from the environment (LARDER_*; docs/user-guide.md).
+ * When Larder is already running because MPI_Init started it (the PMPI hooks of liblarder.so or
+ * of the preload library, with LARDER_PREFIX set), a larder_init over MPI_COMM_WORLD or a
+ * communicator congruent to it joins that cache: LARDER_OK, nothing is started, and the call
+ * counts one reference for larder_finalize to drop. Over any other communicator, and whenever
+ * Larder runs because of an earlier larder_init: LARDER_ERR_ALREADY_INITIALIZED. */
 larder_status_t larder_init(MPI_Comm comm);
 /* Stops Larder (collective): writes LARDER_STATS, prints the summary line on rank 0, removes
- * every node-local file of the job. */
+ * every node-local file of the job. When MPI_Init started Larder, larder_finalize only drops a
+ * reference taken by larder_init (Larder stops in MPI_Finalize); one with no larder_init to
+ * match returns LARDER_ERR_NOT_INITIALIZED and stops nothing. */
 larder_status_t larder_finalize(void);
 /* 1 when Larder is running in this process, else 0. */
 int larder_initialized(void);

@@ -73,7 +73,7 @@ void prepare_agent(State& s) {
 bool start_runtime(State& s) {
   auto config = Config::from_environment();
   Status agreed = MpiJob::agree(MPI_COMM_WORLD, config.ok() ? Status() : config.status());
-  if (agreed.ok()) agreed = Runtime::instance().init(MPI_COMM_WORLD);
+  if (agreed.ok()) agreed = Runtime::instance().init(MPI_COMM_WORLD, Starter::kHooks);
   if (!agreed.ok()) {
     LARDER_LOG_ERROR("larder could not start, the job runs without the cache: {}",
                      agreed.message());
@@ -86,7 +86,7 @@ bool start_runtime(State& s) {
 void stop_runtime(State& s, bool runtime_up) {
   if (agent::AgentServer* a = s.agent.load()) a->stop();
   if (!runtime_up) return;
-  if (Status st = Runtime::instance().finalize(); !st.ok()) {
+  if (Status st = Runtime::instance().finalize(Starter::kHooks); !st.ok()) {
     LARDER_LOG_ERROR("larder finalize failed: {}", st.message());
   }
 }

@@ -110,6 +110,19 @@ class Job:
         if left:
             fail(f"larder files left behind: {left}")
 
+    def finish(self):
+        """The last check of a test: nothing of its jobs is left."""
+        self.check_clean()
+        check(True, "no processes or larder files left")
+
+
+def fnv_hex(data):
+    """FNV-1a of `data`, as the C programs print it (tests/e2e/fnv.h)."""
+    h = 1469598103934665603
+    for x in data:
+        h = ((h ^ x) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
 
 def read_stats(path):
     with open(path) as f:

@@ -21,7 +21,6 @@
 
 #include "fnv.h"
 
-
 static void report(const char* dir, const char* what, long rc, int err, uint64_t hash) {
   const char* tag = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
   printf("%s %-28s rc=%ld errno=%s hash=%016llx\n", tag, what, rc,

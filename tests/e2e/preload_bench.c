@@ -95,7 +95,10 @@ int main(int argc, char** argv) {
       pid_t pid = fork();
       if (pid == 0) {
         dup2(fds[1], 1);
-        if (with) setenv("LD_PRELOAD", argv[1], 1); else unsetenv("LD_PRELOAD");
+        if (with)
+          setenv("LD_PRELOAD", argv[1], 1);
+        else
+          unsetenv("LD_PRELOAD");
         setenv("LARDER_PREFIX", argv[2], 1);
         setenv("LARDER_LOG", "error", 1);
         execl("/proc/self/exe", argv[0], "--child", argv[2], argv[3], iters, (char*)NULL);
@@ -107,7 +110,8 @@ int main(int argc, char** argv) {
       close(fds[0]);
       int status;
       waitpid(pid, &status, 0);
-      if (got <= 0 || sscanf(out, "%lf %lf %lf", &v[with][0][r], &v[with][1][r], &v[with][2][r]) != 3) {
+      if (got <= 0 ||
+          sscanf(out, "%lf %lf %lf", &v[with][0][r], &v[with][1][r], &v[with][2][r]) != 3) {
         fprintf(stderr, "child failed (status %d)\n", status);
         return 1;
       }
@@ -116,9 +120,14 @@ int main(int argc, char** argv) {
   for (int w = 0; w < 2; ++w)
     for (int k = 0; k < 3; ++k) qsort(v[w][k], kRounds, sizeof(double), cmp);
   const int m = kRounds / 2;
-  printf("per call (median of %d rounds of %s calls)   without     with preload   ratio\n", kRounds, iters);
-  printf("unmanaged open+read(4 KiB)+close        %8.1f ns  %8.1f ns    %.3f\n", v[0][0][m], v[1][0][m], v[1][0][m] / v[0][0][m]);
-  printf("unmanaged stat                          %8.1f ns  %8.1f ns    %.3f\n", v[0][1][m], v[1][1][m], v[1][1][m] / v[0][1][m]);
-  printf("managed open+read(4 KiB)+close, hit     %8s     %8.1f ns    %.3f (vs unmanaged without)\n", "-", v[1][2][m], v[1][2][m] / v[0][0][m]);
+  printf("per call (median of %d rounds of %s calls)   without     with preload   ratio\n", kRounds,
+         iters);
+  printf("unmanaged open+read(4 KiB)+close        %8.1f ns  %8.1f ns    %.3f\n", v[0][0][m],
+         v[1][0][m], v[1][0][m] / v[0][0][m]);
+  printf("unmanaged stat                          %8.1f ns  %8.1f ns    %.3f\n", v[0][1][m],
+         v[1][1][m], v[1][1][m] / v[0][1][m]);
+  printf(
+      "managed open+read(4 KiB)+close, hit     %8s     %8.1f ns    %.3f (vs unmanaged without)\n",
+      "-", v[1][2][m], v[1][2][m] / v[0][0][m]);
   return 0;
 }
