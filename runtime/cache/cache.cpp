@@ -32,7 +32,8 @@ Cache::Cache(CacheParts parts)
       peers_(parts.peers),
       transport_(parts.transport),
       progress_(parts.progress),
-      topology_(std::move(parts.topology)) {}
+      topology_(std::move(parts.topology)),
+      remote_copies_(parts.config->remote_copies) {}
 
 bool Cache::memo_find(const Key& key, Payload* out) {
   std::shared_lock lock(memo_mu_);
@@ -424,6 +425,15 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
     return false;
   }
   if (transport_ == nullptr) return false;
+  if (into.size() < record.length && remote_copies_.eligible(record.length)) {
+    if (copy_from_remote_copy(record, offset_in_chunk, into)) {
+      if (count_hit) {
+        stats_.add(Counter::hits_remote);
+        stats_.add(tier_counter);
+      }
+      return true;
+    }
+  }
   stats_.add(Counter::transport_gets);
   if (Status s = transport_->get(record.owner, record.tier, offset, into); !s.ok()) {
     stats_.add(Counter::transport_errors);
@@ -442,6 +452,34 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
 Result<std::size_t> Cache::read_direct(const CachedFile& file, std::uint64_t offset,
                                        std::span<std::byte> into) {
   return pfs_.read(file.path, offset, into);
+}
+
+}  // namespace larder
+
+namespace larder {
+
+bool Cache::copy_from_remote_copy(const ChunkRecord& record, std::uint64_t offset_in_chunk,
+                                  std::span<std::byte> into) {
+  RemoteCopies::Bytes copy = remote_copies_.find(record);
+  if (copy == nullptr) {
+    if (!remote_copies_.note_partial_read(record)) return false;  // first piece: get just it
+    auto whole = std::make_shared<std::vector<std::byte>>(record.length);
+    stats_.add(Counter::transport_gets);
+    if (Status s = transport_->get(record.owner, record.tier, record.offset, *whole); !s.ok()) {
+      stats_.add(Counter::transport_errors);
+      LARDER_LOG_LIMITED(kWarn, "{} get of a {}-byte chunk from rank {} failed: {}",
+                         transport_->name(), record.length, record.owner, s.to_string());
+      return false;
+    }
+    stats_.add(Counter::transport_bytes, record.length);
+    stats_.add(Counter::remote_copies);
+    copy = whole;
+    remote_copies_.put(record, copy);
+  } else {
+    stats_.add(Counter::remote_copy_hits);
+  }
+  std::memcpy(into.data(), copy->data() + offset_in_chunk, into.size());
+  return true;
 }
 
 }  // namespace larder

@@ -18,6 +18,7 @@
 
 #include "runtime/cache/listing.hpp"
 #include "runtime/cache/records.hpp"
+#include "runtime/cache/remote_copies.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/directory/directory.hpp"
 #include "runtime/pfs/file_system.hpp"
@@ -99,6 +100,9 @@ class Cache {
   Result<Located> locate(const CachedFile& file, std::uint64_t index);
   Result<Located> load(const CachedFile& file, std::uint64_t index, const Key& key);
   // Copies a piece out of a located chunk; false when the copy failed (fall back).
+  // Serves a piece of a remote chunk from (or into) this rank's private copy of the whole chunk.
+  bool copy_from_remote_copy(const ChunkRecord& record, std::uint64_t offset_in_chunk,
+                             std::span<std::byte> into);
   bool copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk, std::span<std::byte> into,
                 bool count_hit);
   Result<std::size_t> read_direct(const CachedFile& file, std::uint64_t offset,
@@ -119,6 +123,8 @@ class Cache {
 
   // Directory answers this rank has seen. Entries are immutable for the job, so remembering
   // them saves a remote lookup (a remote atomic can cost milliseconds under Open MPI).
+  // Whole remote chunks kept for readers that take them in small pieces.
+  RemoteCopies remote_copies_;
   std::shared_mutex memo_mu_;
   std::unordered_map<Key, Payload, KeyHash> memo_;  // guarded by memo_mu_
   // Listings this rank has fetched (immutable for the job, like the directory entries).

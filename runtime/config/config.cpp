@@ -138,6 +138,11 @@ Result<Config> Config::parse(const Lookup& lookup) {
     if (!n || *n == 0 || *n > 86400) return bad("LARDER_TIMEOUT", *v, "seconds, 1 to 86400");
     c.wait_timeout = std::chrono::seconds(*n);
   }
+  if (auto v = get("LARDER_REMOTE_COPIES")) {
+    auto n = parse_size(*v);
+    if (!n) return bad("LARDER_REMOTE_COPIES", *v, kSize);
+    c.remote_copies = *n;
+  }
   if (auto v = get("LARDER_FAULT_UCX_PEER")) {
     auto n = parse_int<int>(*v);
     if (!n || *n < 0) return bad("LARDER_FAULT_UCX_PEER", *v, "a rank number (testing only)");

@@ -26,12 +26,13 @@ struct Config {
   std::uint64_t chunk_size = 4ull << 20;           // LARDER_CHUNK
   std::string local_dir = "/tmp";                  // LARDER_DIR: node-local directory (disk tier)
   std::string shm_dir = "/dev/shm";                // LARDER_SHM_DIR: where memory arenas live
-  TransportKind transport = TransportKind::kUcx;  // LARDER_TRANSPORT
+  TransportKind transport = TransportKind::kUcx;   // LARDER_TRANSPORT
   std::string stats_path;                          // LARDER_STATS (empty: no JSON)
   log::Level log_level = log::Level::kWarn;        // LARDER_LOG
   int node_size = 0;                               // LARDER_NODE_SIZE (0: real nodes)
   std::uint32_t dir_slots = 1u << 16;              // LARDER_DIR_SLOTS, per rank
   std::chrono::milliseconds wait_timeout{60'000};  // LARDER_TIMEOUT, seconds in the env
+  std::uint64_t remote_copies = 64ull << 20;       // LARDER_REMOTE_COPIES, bytes per rank (0: off)
   int fault_ucx_peer = -1;  // LARDER_FAULT_UCX_PEER (testing only): a rank whose endpoint fails
 
   static constexpr std::uint64_t kMinChunk = 4096;

@@ -13,7 +13,10 @@
 namespace larder::testing {
 namespace {
 
-using TransportTest = MpiFixture;
+class TransportTest : public MpiFixture {
+ protected:
+  nlohmann::json read_rank0_file_in_pieces(std::uint64_t nchunks, int seed);
+};
 
 // Reads [begin, end) of the file in pieces of `piece` bytes.
 std::vector<std::byte> read_range(const std::string& path, std::size_t begin, std::size_t end,
@@ -79,6 +82,45 @@ TEST_F(TransportTest, AFailedPeerEndpointFallsBackToTheFileSystem) {
   EXPECT_EQ(stats["fallbacks"], 2 * nchunks * others);
   EXPECT_GT(stats["transport"]["errors"].get<std::uint64_t>(), 0u);
   EXPECT_EQ(stats["pfs"]["read_ops"], nchunks + 2 * nchunks * others);
+}
+
+// Rank 0 loads a file of `nchunks` chunks; every other rank (each its own node) then reads it in
+// 4 KiB pieces, comparing the bytes with a direct read. Returns the job's stats.
+nlohmann::json TransportTest::read_rank0_file_in_pieces(std::uint64_t nchunks, int seed) {
+  set_env("LARDER_NODE_SIZE", "1");
+  make_file("pieces", nchunks * chunk_size, seed);
+  init();
+  if (rank() == 0) {
+    EXPECT_EQ(read_all(data("pieces"), chunk_size), read_whole(data("pieces")));
+  }
+  barrier();
+  if (rank() != 0) {
+    EXPECT_EQ(read_all(data("pieces"), 4096), read_whole(data("pieces")));
+  }
+  return finalize();
+}
+
+TEST_F(TransportTest, SmallPiecesOfARemoteChunkCostTwoGetsPerChunk) {
+  // The first 4 KiB piece of a remote chunk is fetched alone; the second fetches the whole chunk
+  // into a private copy, which serves the rest.
+  const std::uint64_t nchunks = 5;
+  const std::uint64_t pieces_per_chunk = chunk_size / 4096;
+  const auto stats = read_rank0_file_in_pieces(nchunks, 23);
+  const std::uint64_t readers = static_cast<std::uint64_t>(size() - 1);
+  EXPECT_EQ(stats["transport"]["chunk_copies"], nchunks * readers);
+  EXPECT_EQ(stats["transport"]["gets"], 2 * nchunks * readers);
+  EXPECT_EQ(stats["hits"]["remote_copy"], (pieces_per_chunk - 2) * nchunks * readers);
+  EXPECT_EQ(stats["hits"]["remote"], pieces_per_chunk * nchunks * readers);
+  EXPECT_EQ(stats["fallbacks"], 0);
+}
+
+TEST_F(TransportTest, WithoutRemoteCopiesEveryPieceIsAGet) {
+  set_env("LARDER_REMOTE_COPIES", "0");
+  const std::uint64_t nchunks = 2;
+  const auto stats = read_rank0_file_in_pieces(nchunks, 24);
+  const std::uint64_t readers = static_cast<std::uint64_t>(size() - 1);
+  EXPECT_EQ(stats["transport"]["chunk_copies"], 0);
+  EXPECT_EQ(stats["transport"]["gets"], nchunks * (chunk_size / 4096) * readers);
 }
 
 }  // namespace
