@@ -20,7 +20,7 @@ constexpr std::size_t kWindow = 64;    // bytes compared at the start of a funct
 constexpr std::size_t kMaxPatch = 32;  // a hook's jump is at most this long (x86-64: 5 or 13)
 
 struct Segment {
-  ElfW(Addr) base = 0;  // the library's load bias
+  ElfW(Addr) base = 0;  // the object's load bias
   const ElfW(Phdr) * phdr = nullptr;
   ElfW(Half) phnum = 0;
 };
@@ -33,7 +33,7 @@ int find_segment(dl_phdr_info* info, std::size_t, void* data) {
   return 1;
 }
 
-// The file offset of `addr` (in this library) when [addr, addr + kWindow) lies in one loaded
+// The file offset of `addr` (in the object of `seg`) when [addr, addr + kWindow) lies in one loaded
 // segment's file contents; -1 otherwise.
 off_t file_offset(const Segment& seg, const void* addr) {
   const auto v = reinterpret_cast<ElfW(Addr)>(addr) - seg.base;
@@ -46,7 +46,7 @@ off_t file_offset(const Segment& seg, const void* addr) {
   return -1;
 }
 
-// Puts back the original first bytes of `func` (one of this library's functions, loaded from
+// Puts back the original first bytes of `func` (a function of the object of `seg`, loaded from
 // `file`) when a hook's jump was written over them. True when it did.
 bool restore(const Segment& seg, const char* file, void* func, const char* name) {
   const off_t off = file_offset(seg, func);
@@ -94,23 +94,24 @@ bool restore(const Segment& seg, const char* file, void* func, const char* name)
 int reclaim_mmap_from_ucx() noexcept {
   static std::mutex mu;
   std::lock_guard lock(mu);
-  Dl_info self{};
-  if (::dladdr(reinterpret_cast<void*>(&reclaim_mmap_from_ucx), &self) == 0 ||
-      self.dli_fname == nullptr) {
-    return 0;
-  }
-  Segment seg;
-  seg.base = reinterpret_cast<ElfW(Addr)>(self.dli_fbase);
-  if (::dl_iterate_phdr(find_segment, &seg) == 0 || seg.phdr == nullptr) return 0;
   int restored = 0;
   for (const char* name : {"mmap", "mmap64"}) {
+    // The definition the program's calls reach first: the preload library's, or that of a tool
+    // in front of it (ASan's interceptor, which then calls the preload's): the one UCX hooked.
     void* func = ::dlsym(RTLD_DEFAULT, name);
     Dl_info where{};
-    // Only this library's own definition, and only when it comes first in lookup order.
-    if (func == nullptr || ::dladdr(func, &where) == 0 || where.dli_fbase != self.dli_fbase) {
+    link_map* object = nullptr;
+    if (func == nullptr ||
+        ::dladdr1(func, &where, reinterpret_cast<void**>(&object), RTLD_DL_LINKMAP) == 0 ||
+        object == nullptr) {
       continue;
     }
-    if (restore(seg, self.dli_fname, func, name)) ++restored;
+    Segment seg;
+    seg.base = object->l_addr;
+    if (::dl_iterate_phdr(find_segment, &seg) == 0 || seg.phdr == nullptr) continue;
+    const char* file =
+        object->l_name != nullptr && object->l_name[0] != '\0' ? object->l_name : "/proc/self/exe";
+    if (restore(seg, file, func, name)) ++restored;
   }
   if (restored > 0) {
     // UCX wanted to see every mmap: pass the calls Larder does not serve to it.
