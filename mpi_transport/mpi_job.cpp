@@ -128,6 +128,12 @@ Status MpiJob::barrier() {
   return mpi::from_mpi(MPI_Barrier(comm_), "MPI_Barrier");
 }
 
+Status MpiJob::sum(std::span<std::uint64_t> values) {
+  return mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
+                                     MPI_UINT64_T, MPI_SUM, comm_),
+                       "MPI_Allreduce");
+}
+
 Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine) {
   std::vector<std::uint64_t> send;
   send.insert(send.end(), mine.counters.begin(), mine.counters.end());

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,8 @@ class MpiJob {
   int ranks_sharing_budget() const noexcept;
 
   Status barrier();
+  // Sums `values` over all ranks, in place, on every rank.
+  Status sum(std::span<std::uint64_t> values);
   Status agree(const Status& local) { return agree(comm_, local); }
   // Sums the snapshots of all ranks; the result is meaningful on rank 0.
   Result<StatsSnapshot> reduce_stats(const StatsSnapshot& mine);

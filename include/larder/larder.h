@@ -69,6 +69,25 @@ int larder_stat(const char* path, struct stat* st);
 /* 1 when `path` is served by the cache (under a prefix, by its canonical name), else 0. */
 int larder_is_managed(const char* path);
 
+/* What larder_stage did, for the whole job (the same on every rank). */
+typedef struct larder_stage_result {
+  uint64_t files;  /* regular managed files found under the paths */
+  uint64_t bytes;  /* their total size */
+  uint64_t chunks; /* their chunks (LARDER_CHUNK) */
+  uint64_t
+      not_cached;   /* chunks the cache could not take (budget full...): read from the PFS later */
+  uint64_t skipped; /* paths not staged: outside LARDER_PREFIX, missing, unreadable, special */
+} larder_stage_result_t;
+
+/* Collective: loads every file named in `paths` (files, or directories walked recursively;
+ * symlinks followed to files, not to directories) into the job's cache before it is read. Every
+ * rank must pass the same list. Each chunk is read from the PFS by one rank, the chunks spread
+ * evenly over the ranks (and so over the nodes' memory), all ranks reading in parallel; when it
+ * returns on any rank, every chunk is loaded. Paths are resolved like larder_open's; what cannot
+ * be staged is counted, not an error. `result_p` may be NULL. */
+larder_status_t larder_stage(const char* const* paths, size_t npaths,
+                             larder_stage_result_t* result_p);
+
 /* This rank's counters so far (the job totals are written at finalize). */
 typedef struct larder_stats {
   uint64_t pfs_bytes_read;

@@ -23,6 +23,7 @@
 #include <string>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 namespace larder {
 
@@ -45,6 +46,17 @@ class Session {
     const larder_status_t s = larder_finalize();
     if (s != LARDER_OK)
       throw std::runtime_error(std::string("larder_finalize: ") + larder_last_error());
+  }
+
+  // Collective: loads the trees under `paths` into the job's cache (larder_stage).
+  static larder_stage_result_t stage(const std::vector<std::string>& paths) {
+    std::vector<const char*> c_paths;
+    c_paths.reserve(paths.size());
+    for (const std::string& p : paths) c_paths.push_back(p.c_str());
+    larder_stage_result_t out{};
+    if (larder_stage(c_paths.data(), c_paths.size(), &out) != LARDER_OK)
+      throw std::runtime_error(std::string("larder_stage: ") + larder_last_error());
+    return out;
   }
 
   static larder_stats_t stats() {

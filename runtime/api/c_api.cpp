@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "runtime/api/file_ops.hpp"
 #include "runtime/api/runtime.hpp"
@@ -173,6 +174,31 @@ int larder_is_managed(const char* path) {
   } catch (...) {
     return 0;
   }
+}
+
+larder_status_t larder_stage(const char* const* paths, size_t npaths,
+                             larder_stage_result_t* result_p) {
+  return status_boundary([&]() -> Status {
+    auto s = Runtime::instance().session();
+    if (!s) return Status(Errc::kUnavailable, 0, "larder is not initialized");
+    if (paths == nullptr && npaths > 0) return larder::invalid_argument("paths is null");
+    std::vector<std::string> roots;
+    roots.reserve(npaths);
+    for (size_t i = 0; i < npaths; ++i) {
+      // Resolved like larder_open's paths; one that cannot be (null, empty, outside
+      // LARDER_PREFIX) stays in the list, so that every rank walks the same roots, and is
+      // counted as skipped.
+      auto abs = larder::ops::candidate(s->config(), paths[i], true);
+      roots.push_back(abs ? *abs : std::string());
+    }
+    auto totals = s->stage(roots);
+    if (!totals.ok()) return totals.status();
+    if (result_p != nullptr) {
+      *result_p = larder_stage_result_t{totals->files, totals->bytes, totals->chunks,
+                                        totals->not_cached, totals->skipped};
+    }
+    return {};
+  });
 }
 
 larder_status_t larder_stats_get(larder_stats_t* stats_p) {

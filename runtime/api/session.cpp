@@ -130,6 +130,22 @@ Result<std::size_t> Session::read(const CachedFile& file, std::span<std::byte> i
   return cache_->read(file, into, offset);
 }
 
+Result<StageTotals> Session::stage(std::span<const std::string> roots) {
+  if (closed_) return closed_session();
+  StageTotals totals;
+  const std::vector<CachedFile> files = stage_walk(*this, roots, totals);
+  stage_load(*cache_, files, topology_.rank, topology_.size, totals);
+  if (mpi_) {
+    // Every rank walked the same tree: files, bytes, chunks and skipped are the same everywhere;
+    // what each rank could not cache is its own.
+    std::uint64_t not_cached = totals.not_cached;
+    const Status s = mpi_->sum(std::span(&not_cached, 1));
+    if (!s.ok()) return s;  // an MPI error: every rank gets one (the collective failed)
+    totals.not_cached = not_cached;
+  }
+  return totals;
+}
+
 Status Session::close() {
   if (closed_) return {};
   closed_ = true;

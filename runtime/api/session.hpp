@@ -10,6 +10,7 @@
 
 #include "runtime/api/file_service.hpp"
 #include "runtime/api/file_table.hpp"
+#include "runtime/api/stage.hpp"
 #include "runtime/cache/cache.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/directory/directory.hpp"
@@ -48,6 +49,10 @@ class Session final : public FileService {
   Result<std::shared_ptr<const Listing>> list(const std::string& path) override;
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
                            std::uint64_t offset) override;
+  // Collective: loads the trees under `roots` into the job's cache, spread over the ranks
+  // (runtime/api/stage.hpp). The totals are the job's, the same on every rank.
+  Result<StageTotals> stage(std::span<const std::string> roots);
+
   Stats& stats() noexcept { return stats_; }
   Cache& cache() noexcept { return *cache_; }
   FileTable& files() noexcept { return files_; }

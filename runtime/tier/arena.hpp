@@ -32,6 +32,8 @@ class Arena {
 
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
+  Arena(Arena&&) = delete;  // owned through unique_ptr: never moved
+  Arena& operator=(Arena&&) = delete;
   ~Arena();
 
   // Reserves `length` bytes and backs them with storage; kNoSpace when the budget or the file

@@ -32,6 +32,8 @@ class ProgressThread {
   ProgressThread(std::chrono::microseconds busy_interval, std::chrono::microseconds idle_interval);
   ProgressThread(const ProgressThread&) = delete;
   ProgressThread& operator=(const ProgressThread&) = delete;
+  ProgressThread(ProgressThread&&) = delete;  // its thread captures `this`
+  ProgressThread& operator=(ProgressThread&&) = delete;
   ~ProgressThread();
 
   void add(ProgressSource source);  // before start()

@@ -256,5 +256,31 @@ TEST_F(ApiTest, CppFileReportsErrorsAsSystemErrors) {
   EXPECT_THROW(File(data / "missing"), std::system_error);
 }
 
+TEST_F(ApiTest, StageInOneProcessLoadsEveryChunkThenReadsAreHits) {
+  std::filesystem::create_directories(data / "d/e");
+  testing::write_data_file(data / "d/x", 200000, 6);   // 4 chunks of 64K
+  testing::write_data_file(data / "d/e/y", 65536, 7);  // 1 chunk
+  init();
+  larder_stage_result_t staged{};
+  const std::string root = data / "d";
+  const char* roots[] = {root.c_str()};
+  ASSERT_EQ(larder_stage(roots, 1, &staged), LARDER_OK) << larder_last_error();
+  EXPECT_EQ(staged.files, 2u);
+  EXPECT_EQ(staged.bytes, 200000u + 65536u);
+  EXPECT_EQ(staged.chunks, 5u);
+  EXPECT_EQ(staged.not_cached, 0u);
+  EXPECT_EQ(staged.skipped, 0u);
+  const larder_stats_t loaded = Session::stats();
+  EXPECT_EQ(loaded.misses, 5u);
+  EXPECT_EQ(loaded.pfs_read_ops, 5u);
+  for (const char* name : {"d/x", "d/e/y"}) {
+    File f(data / name);
+    std::vector<std::byte> got(f.size());
+    EXPECT_EQ(f.read_at(got, 0), got.size());
+    EXPECT_EQ(got, testing::read_whole(data / name)) << name;
+  }
+  EXPECT_EQ(Session::stats().pfs_read_ops, 5u);  // the reads were all hits
+}
+
 }  // namespace
 }  // namespace larder
