@@ -1,0 +1,242 @@
+// larder-stat: reads the stats JSON a job wrote (LARDER_STATS) and says what the cache did.
+//
+//   larder-stat STATS.json              the job: PFS traffic against what the application read,
+//                                       where chunk reads were served from, latency histogram
+//   larder-stat BEFORE.json AFTER.json  two jobs side by side, with AFTER/BEFORE ratios
+//
+// Keys missing from a file (an older Larder, a hand-trimmed file) print as "-". A file that
+// cannot be read or is not JSON stops the tool with one message and exit status 2.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace po = boost::program_options;
+using nlohmann::json;
+
+namespace {
+
+// A counter by its dotted name ("pfs.bytes_read"); nullopt when absent or not a number.
+std::optional<std::uint64_t> counter(const json& stats, const std::string& dotted) {
+  const json* node = &stats;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? dot : dot - start);
+    if (!node->is_object() || !node->contains(key)) return std::nullopt;
+    node = &(*node)[key];
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  if (!node->is_number_unsigned() && !node->is_number_integer()) return std::nullopt;
+  return node->get<std::uint64_t>();
+}
+
+std::string size_text(double bytes) {
+  static constexpr std::array<const char*, 5> kUnits = {"B", "KiB", "MiB", "GiB", "TiB"};
+  std::size_t u = 0;
+  while (bytes >= 1024.0 && u + 1 < kUnits.size()) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.1f} {}", bytes, kUnits[u]);
+}
+
+std::string time_text(double ns) {
+  if (ns < 1e3) return fmt::format("{:.0f} ns", ns);
+  if (ns < 1e6) return fmt::format("{:.1f} us", ns / 1e3);
+  if (ns < 1e9) return fmt::format("{:.1f} ms", ns / 1e6);
+  return fmt::format("{:.2f} s", ns / 1e9);
+}
+
+std::string num(const std::optional<std::uint64_t>& v) {
+  return v ? fmt::format("{}", *v) : "-";
+}
+std::string bytes(const std::optional<std::uint64_t>& v) {
+  return v ? size_text(*v) : "-";
+}
+std::string share(std::optional<std::uint64_t> part, std::uint64_t whole) {
+  if (!part || whole == 0) return "";
+  return fmt::format(" ({:.1f}%)", 100.0 * static_cast<double>(*part) / static_cast<double>(whole));
+}
+
+json load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("cannot read {}", path));
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw std::runtime_error(fmt::format("{} is not a Larder stats JSON object", path));
+  return j;
+}
+
+void print_histogram(const json& stats) {
+  const json* h = nullptr;
+  if (stats.contains("latency") && stats["latency"].contains("histogram_log2_ns"))
+    h = &stats["latency"]["histogram_log2_ns"];
+  if (h == nullptr || !h->is_array()) return;
+  std::vector<std::uint64_t> counts;
+  for (const json& v : *h) counts.push_back(v.is_number() ? v.get<std::uint64_t>() : 0);
+  std::uint64_t peak = 0;
+  std::size_t first = counts.size();
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] == 0) continue;
+    peak = std::max(peak, counts[i]);
+    first = std::min(first, i);
+    last = i;
+  }
+  if (peak == 0) return;
+  std::cout << "  read latency histogram (bucket i holds [2^i, 2^(i+1)) ns):\n";
+  for (std::size_t i = first; i <= last; ++i) {
+    const auto width = static_cast<std::size_t>(
+        std::lround(40.0 * static_cast<double>(counts[i]) / static_cast<double>(peak)));
+    std::cout << fmt::format("  {:>9} .. {:>9} {:>9} ",
+                             time_text(std::ldexp(1.0, static_cast<int>(i))),
+                             time_text(std::ldexp(1.0, static_cast<int>(i) + 1)), counts[i])
+              << std::string(width, '#') << "\n";
+  }
+}
+
+void print_one(const json& s) {
+  const auto app = counter(s, "app.bytes_read");
+  const auto pfs = counter(s, "pfs.bytes_read");
+  std::cout << fmt::format("job of {} ranks\n", num(counter(s, "ranks")));
+  std::cout << fmt::format("application read  {} in {} calls\n", bytes(app),
+                           num(counter(s, "app.read_calls")));
+  std::cout << fmt::format(
+      "PFS served        {} in {} reads; {} path lookups, {} listings, {} opens\n", bytes(pfs),
+      num(counter(s, "pfs.read_ops")), num(counter(s, "pfs.stat_ops")),
+      num(counter(s, "pfs.list_ops")), num(counter(s, "pfs.open_ops")));
+  if (app && pfs && *pfs > 0) {
+    std::cout << fmt::format("                  the application read {:.1f}x what the PFS served\n",
+                             static_cast<double>(*app) / static_cast<double>(*pfs));
+  }
+  const auto self = counter(s, "hits.self");
+  const auto node = counter(s, "hits.node");
+  const auto remote = counter(s, "hits.remote");
+  const auto copies = counter(s, "hits.remote_copy");
+  const auto misses = counter(s, "misses");
+  const auto fallbacks = counter(s, "fallbacks");
+  std::uint64_t chunk_reads = 0;
+  for (const auto& v : {self, node, remote, copies, misses, fallbacks})
+    chunk_reads += v.value_or(0);
+  std::cout << fmt::format("chunk reads       {}\n", chunk_reads);
+  const std::vector<std::pair<const char*, std::optional<std::uint64_t>>> sources = {
+      {"own arena", self},
+      {"a node peer's arena", node},
+      {"another node", remote},
+      {"copy of a remote chunk", copies},
+      {"loaded from the PFS", misses},
+      {"read around the cache", fallbacks},
+  };
+  for (const auto& [what, v] : sources) {
+    std::cout << fmt::format("  {:<24} {:>12}{}\n", what, num(v), share(v, chunk_reads));
+  }
+  std::cout << fmt::format("by tier           memory {}, disk {}\n",
+                           num(counter(s, "hits.tier.mem")), num(counter(s, "hits.tier.disk")));
+  std::cout << fmt::format("metadata          {} answers from the cache, {} from the PFS\n",
+                           num(counter(s, "meta.hits")), num(counter(s, "meta.misses")));
+  std::cout << fmt::format("between nodes     {} in {} gets ({} whole-chunk copies), {} errors\n",
+                           bytes(counter(s, "transport.bytes")), num(counter(s, "transport.gets")),
+                           num(counter(s, "transport.chunk_copies")),
+                           num(counter(s, "transport.errors")));
+  std::cout << fmt::format("waits             {} for a chunk another rank was loading\n",
+                           num(counter(s, "waits")));
+  std::cout << fmt::format("cache at the end  {} in {} chunks\n", bytes(counter(s, "cache.bytes")),
+                           num(counter(s, "cache.chunks")));
+  const auto reads = counter(s, "latency.reads");
+  if (reads && *reads > 0) {
+    std::cout << fmt::format(
+        "read latency      {} reads: mean {}, p50 < {}, p99 < {}, max {}\n", *reads,
+        time_text(static_cast<double>(counter(s, "latency.mean_ns").value_or(0))),
+        time_text(static_cast<double>(counter(s, "latency.p50_ns").value_or(0))),
+        time_text(static_cast<double>(counter(s, "latency.p99_ns").value_or(0))),
+        time_text(static_cast<double>(counter(s, "latency.max_ns").value_or(0))));
+  }
+  print_histogram(s);
+}
+
+void print_two(const json& a, const json& b, const std::string& name_a, const std::string& name_b) {
+  static constexpr std::array<std::pair<const char*, bool>, 16> kRows = {{
+      {"ranks", false},
+      {"app.bytes_read", true},
+      {"app.read_calls", false},
+      {"pfs.bytes_read", true},
+      {"pfs.read_ops", false},
+      {"pfs.stat_ops", false},
+      {"pfs.list_ops", false},
+      {"hits.self", false},
+      {"hits.node", false},
+      {"hits.remote", false},
+      {"hits.remote_copy", false},
+      {"misses", false},
+      {"fallbacks", false},
+      {"transport.bytes", true},
+      {"latency.mean_ns", false},
+      {"latency.p99_ns", false},
+  }};
+  std::cout << fmt::format("{:<18} {:>14} {:>14} {:>9}\n", "", name_a.substr(0, 14),
+                           name_b.substr(0, 14), "ratio");
+  for (const auto& [key, is_bytes] : kRows) {
+    const auto va = counter(a, key);
+    const auto vb = counter(b, key);
+    const std::string ratio =
+        va && vb && *va > 0
+            ? fmt::format("{:.3f}", static_cast<double>(*vb) / static_cast<double>(*va))
+            : "-";
+    std::cout << fmt::format("{:<18} {:>14} {:>14} {:>9}\n", key, is_bytes ? bytes(va) : num(va),
+                             is_bytes ? bytes(vb) : num(vb), ratio);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  po::options_description visible(
+      "larder-stat STATS.json [OTHER.json]: what the cache did in a job (from LARDER_STATS);\n"
+      "with two files, the two jobs side by side with OTHER/STATS ratios. Options");
+  visible.add_options()("help,h", "show this help");
+  po::options_description all;
+  all.add(visible).add_options()("file", po::value<std::vector<std::string>>(), "stats files");
+  po::positional_options_description pos;
+  pos.add("file", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "larder-stat: " << e.what() << "\n" << visible;
+    return 2;
+  }
+  const auto files =
+      vm.count("file") ? vm["file"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (vm.count("help")) {
+    std::cout << visible;
+    return 0;
+  }
+  if (files.empty() || files.size() > 2) {
+    std::cerr << "larder-stat: give one stats file, or two to compare\n" << visible;
+    return 2;
+  }
+  try {
+    if (files.size() == 1) {
+      print_one(load(files[0]));
+    } else {
+      print_two(load(files[0]), load(files[1]), files[0], files[1]);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "larder-stat: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
