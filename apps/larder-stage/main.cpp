@@ -224,12 +224,14 @@ int run(const std::vector<std::string>& sources, const std::string& to_pattern, 
     }
   }
   const std::vector<Entry> entries = share(walk.entries, rank);
+  const auto walked = Clock::now();
 
   // 2. Every file into the job's cache, each chunk read from the PFS once.
   if (larder_init(MPI_COMM_WORLD) != LARDER_OK) {
     fmt::print(stderr, "larder-stage: larder_init failed: {}\n", larder_last_error());
     return 2;
   }
+  const auto started = Clock::now();
   std::vector<const char*> files;
   std::uint64_t total_bytes = 0;
   for (const Entry& e : entries) {
@@ -243,9 +245,12 @@ int run(const std::vector<std::string>& sources, const std::string& to_pattern, 
                larder_last_error());
   }
   if (rank == 0) {
-    fmt::print(stderr, "larder-stage: {} files, {:.1f} MiB in the cache after {:.1f} s\n",
-               staged.files, static_cast<double>(staged.bytes) / (1 << 20),
-               std::chrono::duration<double>(Clock::now() - start).count());
+    const auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
+    fmt::print(stderr,
+               "larder-stage: {} entries listed in {:.1f} s, cache started in {:.1f} s, {} files "
+               "({:.1f} MiB) staged in {:.1f} s\n",
+               entries.size(), secs(walked - start), secs(started - walked), staged.files,
+               static_cast<double>(staged.bytes) / (1 << 20), secs(Clock::now() - started));
   }
 
   // 3. Each node writes its copy; its ranks split the files.
@@ -290,7 +295,8 @@ int run(const std::vector<std::string>& sources, const std::string& to_pattern, 
     }
     if (rank == 0 && Clock::now() - last_report > std::chrono::seconds(1)) {
       last_report = Clock::now();
-      fmt::print(stderr, "larder-stage: node 0, rank 0: {:.1f} of its share copied ({} files)\n",
+      fmt::print(stderr,
+                 "larder-stage: node 0, rank 0: {:.1f} MiB of its share copied ({} files)\n",
                  static_cast<double>(copied) / (1 << 20), copied_files);
     }
   }
