@@ -27,19 +27,17 @@ using nlohmann::json;
 namespace {
 
 // A counter by its dotted name ("pfs.bytes_read"); nullopt when absent or not a number.
-std::optional<std::uint64_t> counter(const json& stats, const std::string& dotted) {
-  const json* node = &stats;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = dotted.find('.', start);
-    const std::string key = dotted.substr(start, dot == std::string::npos ? dot : dot - start);
-    if (!node->is_object() || !node->contains(key)) return std::nullopt;
-    node = &(*node)[key];
-    if (dot == std::string::npos) break;
-    start = dot + 1;
+std::optional<std::uint64_t> counter(const json& stats, std::string dotted) {
+  std::replace(dotted.begin(), dotted.end(), '.', '/');
+  try {
+    const json::json_pointer ptr("/" + dotted);
+    if (!stats.contains(ptr)) return std::nullopt;
+    const json& v = stats.at(ptr);
+    if (!v.is_number_unsigned() && !v.is_number_integer()) return std::nullopt;
+    return v.get<std::uint64_t>();
+  } catch (const json::exception&) {  // a path through an array or a scalar
+    return std::nullopt;
   }
-  if (!node->is_number_unsigned() && !node->is_number_integer()) return std::nullopt;
-  return node->get<std::uint64_t>();
 }
 
 std::string size_text(double bytes) {
