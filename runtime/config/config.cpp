@@ -143,6 +143,19 @@ Result<Config> Config::parse(const Lookup& lookup) {
     if (!n) return bad("LARDER_REMOTE_COPIES", *v, kSize);
     c.remote_copies = *n;
   }
+  if (auto v = get("LARDER_WRAPPERS")) {
+    constexpr std::string_view kAccepted =
+        "a colon-separated list of program names (no '/'), e.g. mywrap:launch.sh";
+    std::size_t start = 0;
+    while (start <= v->size()) {
+      std::size_t end = v->find(':', start);
+      if (end == std::string_view::npos) end = v->size();
+      const std::string_view item = v->substr(start, end - start);
+      if (item.find('/') != std::string_view::npos) return bad("LARDER_WRAPPERS", *v, kAccepted);
+      if (!item.empty()) c.wrappers.emplace_back(item);
+      start = end + 1;
+    }
+  }
   if (auto v = get("LARDER_FAULT_UCX_PEER")) {
     auto n = parse_int<int>(*v);
     if (!n || *n < 0) return bad("LARDER_FAULT_UCX_PEER", *v, "a rank number (testing only)");
