@@ -39,6 +39,7 @@ PACKAGES=(
   libyaml-cpp-dev libxxhash-dev libfmt-dev nlohmann-json3-dev libzip-dev zlib1g-dev libaec-dev
   python3 python3-numpy python3-mpi4py python3-torch python3-yaml
   gnuplot-nox sshfs openssh-server openssh-client fuse3 iproute2 procps psmisc
+  numactl bubblewrap
 )
 
 missing_packages() {

@@ -143,16 +143,19 @@ Result<Config> Config::parse(const Lookup& lookup) {
     if (!n) return bad("LARDER_REMOTE_COPIES", *v, kSize);
     c.remote_copies = *n;
   }
-  if (auto v = get("LARDER_WRAPPERS")) {
-    constexpr std::string_view kAccepted =
-        "a colon-separated list of program names (no '/'), e.g. mywrap:launch.sh";
+  for (auto [var, list] : {std::pair{"LARDER_WRAPPERS", &c.wrappers},
+                           std::pair{"LARDER_FORKING_WRAPPERS", &c.forking_wrappers}}) {
+    auto v = get(var);
+    if (!v) continue;
     std::size_t start = 0;
     while (start <= v->size()) {
       std::size_t end = v->find(':', start);
       if (end == std::string_view::npos) end = v->size();
       const std::string_view item = v->substr(start, end - start);
-      if (item.find('/') != std::string_view::npos) return bad("LARDER_WRAPPERS", *v, kAccepted);
-      if (!item.empty()) c.wrappers.emplace_back(item);
+      if (item.find('/') != std::string_view::npos) {
+        return bad(var, *v, "a colon-separated list of program names (no '/'), e.g. mywrap:launch");
+      }
+      if (!item.empty()) list->emplace_back(item);
       start = end + 1;
     }
   }

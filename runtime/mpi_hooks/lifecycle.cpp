@@ -104,13 +104,13 @@ void service_main() {
   life.changed.notify_all();
 }
 
-// Built-in launcher wrappers: programs whose job is to exec another one.
-constexpr std::string_view kWrappers[] = {
-    "sh",           "bash",    "dash",   "zsh",       "ksh",         "mksh",
-    "csh",          "tcsh",    "fish",   "busybox",   "env",         "nice",
-    "nohup",        "timeout", "stdbuf", "setsid",    "chrt",        "ionice",
-    "taskset",      "numactl", "time",   "apptainer", "singularity", "starter",
-    "starter-suid", "pyenv",   "flock",  "prlimit",   "unshare",     "setpriv"};
+// Built-in launcher wrappers (lifecycle.hpp).
+constexpr std::string_view kExecWrappers[] = {
+    "sh",      "bash",    "dash",      "zsh",         "ksh",    "mksh",    "csh",    "tcsh",
+    "fish",    "busybox", "env",       "nice",        "nohup",  "timeout", "stdbuf", "setsid",
+    "chrt",    "ionice",  "taskset",   "numactl",     "time",   "pyenv",   "flock",  "prlimit",
+    "unshare", "setpriv", "apptainer", "singularity", "ch-run", "shifter"};
+constexpr std::string_view kForkingWrappers[] = {"starter", "starter-suid", "bwrap"};
 
 }  // namespace
 
@@ -132,21 +132,29 @@ bool is_worker_process() noexcept {
   return agent::agent_pid(name) != ::getpid();
 }
 
-bool exec_wrapper(std::string_view name) noexcept {
-  for (std::string_view w : kWrappers) {
-    if (name == w) return true;
+Wrapper wrapper_kind(std::string_view name) noexcept {
+  if (name.empty()) return Wrapper::kNone;
+  const Config& config = Runtime::instance().config();
+  for (std::string_view w : kForkingWrappers) {
+    if (name == w) return Wrapper::kFork;
+  }
+  for (const std::string& extra : config.forking_wrappers) {
+    if (name == extra) return Wrapper::kFork;
+  }
+  for (std::string_view w : kExecWrappers) {
+    if (name == w) return Wrapper::kExec;
   }
   // A versioned interpreter name (bash5.2) is still that shell.
   for (std::string_view w : {"bash", "zsh", "ksh"}) {
     if (name.starts_with(w) && name.size() > w.size() &&
         name.find_first_not_of("0123456789.", w.size()) == std::string_view::npos) {
-      return true;
+      return Wrapper::kExec;
     }
   }
-  for (const std::string& extra : Runtime::instance().config().wrappers) {
-    if (name == extra) return true;
+  for (const std::string& extra : config.wrappers) {
+    if (name == extra) return Wrapper::kExec;
   }
-  return false;
+  return Wrapper::kNone;
 }
 
 void start_self_init() noexcept {

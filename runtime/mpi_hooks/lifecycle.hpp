@@ -7,7 +7,7 @@
 //    constructor starts a service thread that initialises MPI (MPI_THREAD_MULTIPLE) and starts
 //    the session, then ends. Every rank joins start-up whether or not it ever touches a managed
 //    file. An image that is only a launcher wrapper (a shell, env, numactl, a pyenv shim...)
-//    never starts anything: the program it execs does (exec_wrapper()).
+//    never starts anything: the program it runs does (wrapper_kind()).
 //  - The application calls MPI_Init/MPI_Init_thread: if Larder already initialised MPI the call
 //    returns MPI_SUCCESS with the level MPI provides; otherwise the hook initialises MPI on the
 //    application's thread, asking for MPI_THREAD_MULTIPLE, and starts the session.
@@ -32,9 +32,13 @@ namespace larder::mpi_hooks {
 bool launched_by_mpiexec() noexcept;
 // LARDER_AGENT names another process: this is a worker of a rank.
 bool is_worker_process() noexcept;
-// The program of this image is a launcher wrapper that execs the real program (built-in list,
-// plus LARDER_WRAPPERS): `name` is the basename of /proc/self/exe.
-bool exec_wrapper(std::string_view name) noexcept;
+// Launcher wrappers: programs that run the real program for the rank. An exec wrapper (a shell,
+// env, numactl, taskset, a pyenv shim; LARDER_WRAPPERS adds names) replaces itself with it, and
+// the processes it starts meanwhile are its helpers. A forking wrapper (a container runtime's
+// starter, bwrap; LARDER_FORKING_WRAPPERS adds names) starts it as its child and waits for it.
+// Neither starts Larder itself. `name` is a program's basename (of /proc/<pid>/exe).
+enum class Wrapper : int { kNone, kExec, kFork };
+Wrapper wrapper_kind(std::string_view name) noexcept;
 
 // The preload library's constructor, in a rank: sets Open MPI's defaults, binds the agent's
 // socket, names it in LARDER_AGENT (inherited by children from now on) and starts the service

@@ -194,7 +194,8 @@ std::string program_name(const std::string& pid) {
 // environment cannot carry this: shells rebuild the environment they pass on from their own
 // variables, ignoring what a library constructor set.
 bool rank_image() {
-  return !mpi_hooks::exec_wrapper(program_name(std::to_string(::getppid())));
+  return mpi_hooks::wrapper_kind(program_name(std::to_string(::getppid()))) !=
+         mpi_hooks::Wrapper::kExec;
 }
 
 void initialize() noexcept {
@@ -216,7 +217,7 @@ void initialize() noexcept {
       rt.set_role(Role::kOff);
     } else {
       const std::string program = program_name("self");
-      if (mpi_hooks::exec_wrapper(program)) {
+      if (mpi_hooks::wrapper_kind(program) != mpi_hooks::Wrapper::kNone) {
         // A launcher wrapper (a shell, env, numactl, a pyenv shim...) at the rank's pid: the
         // program it execs starts Larder. Nothing here, so the exec cuts nothing off.
         LARDER_LOG_DEBUG("{} is a launcher wrapper: larder starts in the program it execs",

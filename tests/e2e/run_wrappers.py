@@ -75,6 +75,16 @@ def cases(root):
     yield "a program that never calls MPI nor reads a managed file", [work, "/bin/true"]
 
 
+def container(argv):
+    """`argv` run the way a container runtime runs it: Apptainer's chain is `apptainer` (which
+    execs) then its `starter` (which forks the contained program and waits); Apptainer is not in
+    Debian, so bwrap, which forks the same way, stands in for the starter."""
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        return None
+    return [bwrap, "--dev-bind", "/", "/"] + argv  # the same files and devices (/dev/shm)
+
+
 def main():
     args = common_args(argparse.ArgumentParser()).parse_args()
     job = Job(args, "wrappers")
@@ -102,22 +112,29 @@ def main():
         work = os.path.join(job.root, "work.sh")
         want = "\n".join(hashlib.sha1(blobs[n]).hexdigest() for n in sorted(blobs))
         size = sum(len(b) for b in blobs.values())
-        for run in range(RUNS):
-            stats = os.path.join(job.root, f"stats{run}.json")
-            out = os.path.join(job.root, f"digest{run}")
-            proc = job.mpiexec(RANKS, [work, PYTHON, reader, job.data, out], job.env(stats=stats),
-                               timeout=60, check=False)
-            if proc.returncode != 0:
-                fail(f"the reading job exited with {proc.returncode} (run {run})")
-            got = [open(f"{out}.{r}").read() for r in range(RANKS)]
-            if got != [want] * RANKS:
-                fail(f"run {run}: a rank read other bytes")
-            s = read_stats(stats)
-            if s["pfs"]["bytes_read"] != size or s["app"]["bytes_read"] != RANKS * size:
-                fail(f"run {run}: pfs {s['pfs']['bytes_read']} (want {size}), app "
-                     f"{s['app']['bytes_read']} (want {RANKS * size})")
-        check(True, f"a wrapper exec'ing a reader: {RUNS} jobs, bytes identical on {RANKS} ranks, "
-              "the file system read once per job, every read served by the cache")
+        readers = {"a wrapper exec'ing a reader": lambda out: [work, PYTHON, reader, job.data, out]}
+        if container([PYTHON]):
+            readers["a wrapper exec'ing a forking container runtime (bwrap) that runs a reader"] = \
+                lambda out: [work] + container([PYTHON, reader, job.data, out])
+        else:
+            print("skipped: bwrap is not installed")
+        for name, argv in readers.items():
+            for run in range(RUNS):
+                stats = os.path.join(job.root, f"stats{run}.json")
+                out = os.path.join(job.root, f"digest{run}")
+                proc = job.mpiexec(RANKS, argv(out), job.env(stats=stats), timeout=60,
+                                   check=False)
+                if proc.returncode != 0:
+                    fail(f"{name}: the job exited with {proc.returncode} (run {run})")
+                got = [open(f"{out}.{r}").read() for r in range(RANKS)]
+                if got != [want] * RANKS:
+                    fail(f"{name}, run {run}: a rank read other bytes")
+                s = read_stats(stats)
+                if s["pfs"]["bytes_read"] != size or s["app"]["bytes_read"] != RANKS * size:
+                    fail(f"{name}, run {run}: pfs {s['pfs']['bytes_read']} (want {size}), app "
+                         f"{s['app']['bytes_read']} (want {RANKS * size})")
+            check(True, f"{name}: {RUNS} jobs, bytes identical on {RANKS} ranks, the file "
+                  "system read once per job, every read served by the cache")
         job.check_clean()
         left = shm_names() - before
         check(not left, f"nothing of Larder, MPICH or UCX left in /dev/shm ({sorted(left)})")
