@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mpi_transport/comm.hpp"
+#include "mpi_transport/mpi_messenger.hpp"
 #include "mpi_transport/mpi_status.hpp"
 #include "mpi_transport/rma_transport.hpp"
 #include "mpi_transport/window_directory.hpp"
@@ -27,6 +28,7 @@ struct MpiJob::Impl {
   std::shared_ptr<MpiPolling> polling = std::make_shared<MpiPolling>();
   mpi::Comm comm;
   mpi::Comm node_comm;
+  std::unique_ptr<mpi::MpiMessenger> messenger;
   std::unique_ptr<mpi::WindowDirectory> directory;
   std::unique_ptr<mpi::RmaTransport> rma;
   std::unique_ptr<ClosableTransport> ucx;
@@ -134,7 +136,7 @@ Status MpiJob::sum(std::span<std::uint64_t> values) {
                        "MPI_Allreduce");
 }
 
-Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine) {
+Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const PeerLoad* load) {
   std::vector<std::uint64_t> send;
   send.insert(send.end(), mine.counters.begin(), mine.counters.end());
   send.insert(send.end(), mine.latency.begin(), mine.latency.end());
@@ -159,12 +161,53 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine) {
   total.latency_sum_ns = sum[i];
   total.latency_max_ns = max;
   total.ranks = topology_.size;
+
+  // The load each rank carried: what every rank asked of it, summed (one dense vector per
+  // quantity: ranks x 8 bytes), and what each rank did itself, gathered.
+  const auto n = static_cast<std::size_t>(topology_.size);
+  std::vector<std::uint64_t> asked(2 * n, 0);
+  if (load != nullptr && static_cast<std::size_t>(load->ranks()) == n) {
+    const auto bytes = load->bytes();
+    const auto ops = load->directory_ops();
+    std::copy(bytes.begin(), bytes.end(), asked.begin());
+    std::copy(ops.begin(), ops.end(), asked.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  std::vector<std::uint64_t> carried(topology_.rank == 0 ? 2 * n : 0);
+  if (Status s = mpi::from_mpi(MPI_Reduce(asked.data(), carried.data(), static_cast<int>(2 * n),
+                                          MPI_UINT64_T, MPI_SUM, 0, comm_),
+                               "MPI_Reduce");
+      !s.ok()) {
+    return s;
+  }
+  const std::uint64_t own[2] = {mine.get(Counter::transport_gets), mine.get(Counter::wait_ns)};
+  std::vector<std::uint64_t> owns(topology_.rank == 0 ? 2 * n : 0);
+  if (Status s = mpi::from_mpi(
+          MPI_Gather(own, 2, MPI_UINT64_T, owns.data(), 2, MPI_UINT64_T, 0, comm_), "MPI_Gather");
+      !s.ok()) {
+    return s;
+  }
+  if (topology_.rank == 0) {
+    std::vector<std::uint64_t> gets(n);
+    std::vector<std::uint64_t> waits(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      gets[r] = owns[2 * r];
+      waits[r] = owns[2 * r + 1];
+    }
+    Skew skew;
+    skew.bytes_served = spread_of(std::span(carried.data(), n));
+    skew.directory_ops_received = spread_of(std::span(carried.data() + n, n));
+    skew.remote_fetches = spread_of(gets);
+    skew.wait_ns = spread_of(waits);
+    total.skew = skew;
+  }
   return total;
 }
 
-Status MpiJob::start(const Config& config, const LocalTiers& tiers) {
-  Status local;
-  auto directory = mpi::WindowDirectory::create(comm_, config.dir_slots);
+Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* load) {
+  auto messenger = mpi::MpiMessenger::create(comm_);
+  if (!messenger.ok()) return messenger.status();
+  impl_->messenger = std::move(*messenger);
+  auto directory = mpi::WindowDirectory::create(comm_, config.dir_slots, *impl_->messenger, load);
   if (!directory.ok()) return directory.status();
   impl_->directory = std::move(*directory);
   auto rma = mpi::RmaTransport::create(comm_, tiers);
@@ -188,15 +231,13 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers) {
   }
   impl_->progress = std::make_unique<ProgressThread>(std::chrono::microseconds(50),
                                                      std::chrono::microseconds(1000));
-  MPI_Comm comm = comm_;
   ProgressSource mpi_source;
-  mpi_source.progress = [comm, polling = impl_->polling] {
+  mpi_source.progress = [messenger = impl_->messenger.get(), polling = impl_->polling] {
     std::lock_guard lock(polling->mu);
     if (!polling->on) return false;
-    // MPI has no event descriptor: poking its progress engine is the only way.
-    int flag = 0;
-    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag, MPI_STATUS_IGNORE);
-    return false;
+    // MPI has no event descriptor: poking its progress engine (here, by looking for messages)
+    // is the only way; one-sided operations that target this rank complete meanwhile.
+    return messenger->poll();
   };
   impl_->progress->add(std::move(mpi_source));
   if (impl_->ucx) {
@@ -213,8 +254,16 @@ void MpiJob::stop_mpi_polling() noexcept {
 }
 
 void MpiJob::poll() noexcept {
+  if (impl_->messenger) {
+    (void)impl_->messenger->poll();
+    return;
+  }
   int flag = 0;
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+}
+
+Messenger* MpiJob::messenger() const noexcept {
+  return impl_->messenger.get();
 }
 
 Directory* MpiJob::directory() const noexcept {
@@ -243,6 +292,8 @@ Status MpiJob::close(bool free_resources) {
     (void)impl_->ucx.release();
     (void)impl_->rma.release();
     (void)impl_->directory.release();
+    if (impl_->messenger) impl_->messenger->leak();
+    (void)impl_->messenger.release();
     impl_->comm.leak();
     impl_->node_comm.leak();
     comm_ = MPI_COMM_NULL;
@@ -251,6 +302,7 @@ Status MpiJob::close(bool free_resources) {
   if (impl_->ucx) keep(impl_->ucx->close());
   if (impl_->rma) keep(impl_->rma->close());
   if (impl_->directory) keep(impl_->directory->close());
+  if (impl_->messenger) keep(impl_->messenger->close());
   keep(impl_->node_comm.close());
   keep(impl_->comm.close());
   comm_ = MPI_COMM_NULL;

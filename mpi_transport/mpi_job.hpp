@@ -17,8 +17,10 @@
 #include "runtime/common/status.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/directory/directory.hpp"
+#include "runtime/stats/peer_load.hpp"
 #include "runtime/stats/stats.hpp"
 #include "runtime/tier/local_tiers.hpp"
+#include "runtime/transport/messenger.hpp"
 #include "runtime/transport/progress_thread.hpp"
 #include "runtime/transport/topology.hpp"
 #include "runtime/transport/transport.hpp"
@@ -47,14 +49,17 @@ class MpiJob {
   // Sums `values` over all ranks, in place, on every rank.
   Status sum(std::span<std::uint64_t> values);
   Status agree(const Status& local) { return agree(comm_, local); }
-  // Sums the snapshots of all ranks; the result is meaningful on rank 0.
-  Result<StatsSnapshot> reduce_stats(const StatsSnapshot& mine);
+  // Sums the snapshots of all ranks, with the per-rank distributions of the load (skew, from
+  // `load` and each rank's own counters); the result is meaningful on rank 0.
+  Result<StatsSnapshot> reduce_stats(const StatsSnapshot& mine, const PeerLoad* load);
 
-  // Builds the directory, the data transport over `tiers` and starts the progress thread.
-  Status start(const Config& config, const LocalTiers& tiers);
+  // Builds the messenger, the directory, the data transport over `tiers` and starts the progress
+  // thread. `load` (may be null) counts what this rank asks of each other rank.
+  Status start(const Config& config, const LocalTiers& tiers, PeerLoad* load);
   Directory* directory() const noexcept;
   Transport* transport() const noexcept;
   ProgressThread* progress() const noexcept;
+  Messenger* messenger() const noexcept;
 
   // Stops the progress thread's MPI polling (its UCX progress goes on). Teardown calls it before
   // its first collective: larder_finalize may run inside MPI_Finalize (from an MPI_COMM_SELF

@@ -1,6 +1,9 @@
 #include "mpi_transport/window_directory.hpp"
 
+#include <xxhash.h>
+
 #include <cerrno>
+#include <optional>
 #include <thread>
 
 #include "mpi_transport/mpi_status.hpp"
@@ -9,154 +12,354 @@
 namespace larder::mpi {
 namespace {
 
-constexpr std::uint64_t kStateEmpty = 0;  // claimed (key set) but not yet final: loading
+constexpr std::uint64_t kStateClaimed = 0;  // claimed, claimer not recorded yet
+constexpr std::uint64_t kStateLoading = 1;
 constexpr std::uint64_t kStateReady = 2;
 constexpr std::uint64_t kStateFailed = 3;
-constexpr MPI_Aint kKeyWord = 0;
-constexpr MPI_Aint kStateWord = 8;
-constexpr MPI_Aint kCheckWord = 16;
-constexpr MPI_Aint kPayloadOffset = 24;
+constexpr MPI_Aint kStateOffset = 8;
+constexpr MPI_Aint kCheckOffset = 16;
+constexpr MPI_Aint kTicketOffset = 24;
+constexpr MPI_Aint kPayloadOffset = 32;
+constexpr std::size_t kFinishedKept = 4096;
 
-std::uint64_t state_of(std::uint64_t word) noexcept {
-  return word & 0xff;
+std::uint64_t state_of(std::uint64_t w) noexcept {
+  return w & 0xff;
 }
+int claimer_of(std::uint64_t w) noexcept {
+  return static_cast<int>((w >> 8) & 0xffffff);
+}
+std::uint32_t high_of(std::uint64_t w) noexcept {
+  return static_cast<std::uint32_t>(w >> 32);
+}
+std::uint32_t checksum(std::uint64_t check, const std::byte* payload) noexcept {
+  std::byte buf[sizeof check + kPayloadSize];
+  std::memcpy(buf, &check, sizeof check);
+  std::memcpy(buf + sizeof check, payload, kPayloadSize);
+  return static_cast<std::uint32_t>(XXH3_64bits(buf, sizeof buf));
+}
+std::uint64_t state_word(std::uint64_t state, int rank, std::uint32_t high) noexcept {
+  return state | (static_cast<std::uint64_t>(rank & 0xffffff) << 8) |
+         (static_cast<std::uint64_t>(high) << 32);
+}
+
+// A notification on the wire: the key, the outcome, the claimer and the payload.
+struct Notice {
+  Key key;
+  std::int32_t outcome = 0;
+  std::int32_t claimer = -1;
+  Payload payload{};
+};
 
 }  // namespace
 
-WindowDirectory::WindowDirectory(MPI_Comm comm, Window window, std::uint32_t slots)
-    : comm_(comm), window_(std::move(window)), slots_(slots) {
+WindowDirectory::WindowDirectory(MPI_Comm comm, Window window, std::uint32_t slots,
+                                 Messenger& messenger, PeerLoad* load)
+    : comm_(comm), window_(std::move(window)), slots_(slots), messenger_(messenger), load_(load) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
 }
 
 WindowDirectory::~WindowDirectory() = default;
 
-Result<std::unique_ptr<WindowDirectory>> WindowDirectory::create(MPI_Comm comm,
-                                                                 std::uint32_t slots) {
+Result<std::unique_ptr<WindowDirectory>> WindowDirectory::create(MPI_Comm comm, std::uint32_t slots,
+                                                                 Messenger& messenger,
+                                                                 PeerLoad* load) {
   auto window = Window::allocate(comm, static_cast<std::size_t>(slots) * kSlotBytes);
   if (!window.ok()) return window.status();
-  return std::unique_ptr<WindowDirectory>(new WindowDirectory(comm, std::move(*window), slots));
+  std::unique_ptr<WindowDirectory> d(
+      new WindowDirectory(comm, std::move(*window), slots, messenger, load));
+  WindowDirectory* self = d.get();
+  messenger.on(Channel::kWaitRegister,
+               [self](int from, std::span<const std::byte> b) { self->on_register(from, b); });
+  messenger.on(Channel::kWaitNotify,
+               [self](int from, std::span<const std::byte> b) { self->on_notify(from, b); });
+  return d;
 }
 
 int WindowDirectory::home_of(const Key& key) const noexcept {
-  return static_cast<int>(key.word % static_cast<std::uint64_t>(size_));
+  return static_cast<int>(key.home % static_cast<std::uint64_t>(size_));
 }
 
-Result<bool> WindowDirectory::read_final(const Where& where, const Key& key, Claim* claim) {
-  MPI_Win win = window_.get();
-  const MPI_Aint base = slot_disp(where.slot);
-  std::uint64_t state = 0;
-  std::uint64_t dummy = 0;
-  if (Status s = from_mpi(MPI_Fetch_and_op(&dummy, &state, MPI_UINT64_T, where.home,
-                                           base + kStateWord, MPI_NO_OP, win),
-                          "MPI_Fetch_and_op");
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = from_mpi(MPI_Win_flush(where.home, win), "MPI_Win_flush"); !s.ok()) return s;
-  if (state_of(state) == kStateEmpty) return false;  // still loading
-  // Final: the check word and payload were flushed before the state was set.
-  std::uint64_t buf[1 + kPayloadSize / 8];
-  if (Status s = from_mpi(MPI_Get(buf, sizeof buf, MPI_BYTE, where.home, base + kCheckWord,
-                                  sizeof buf, MPI_BYTE, win),
-                          "MPI_Get");
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = from_mpi(MPI_Win_flush(where.home, win), "MPI_Win_flush"); !s.ok()) return s;
-  if (buf[0] != key.check) {
-    claim->outcome = Claim::Outcome::kLoading;  // marker: another key with the same word
-    return Status(Errc::kNotFound, 0, "slot holds another key");
-  }
-  claim->outcome =
-      state_of(state) == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed;
-  std::memcpy(claim->payload.data(), buf + 1, kPayloadSize);
-  return true;
-}
-
-Result<Claim> WindowDirectory::acquire(const Key& key) {
-  MPI_Win win = window_.get();
-  const int home = home_of(key);
+WindowDirectory::Where WindowDirectory::where(const Key& key, int probe) const noexcept {
   const auto start =
       static_cast<std::uint32_t>((key.word / static_cast<std::uint64_t>(size_)) % slots_);
-  for (int probe = 0; probe < kMaxProbe; ++probe) {
-    const Where where{
-        home, static_cast<std::uint32_t>((start + static_cast<std::uint32_t>(probe)) % slots_)};
-    std::uint64_t empty = 0;
-    std::uint64_t old = 0;
-    std::uint64_t word = key.word;
-    if (Status s = from_mpi(MPI_Compare_and_swap(&word, &empty, &old, MPI_UINT64_T, home,
-                                                 slot_disp(where.slot) + kKeyWord, win),
+  return Where{home_of(key), (start + static_cast<std::uint32_t>(probe)) % slots_};
+}
+
+Status WindowDirectory::issue(Probe& p) {
+  MPI_Win win = window_.get();
+  p.where = where(p.key, p.probe);
+  const MPI_Aint base = disp(p.where.slot);
+  if (load_ != nullptr) load_->directory_op(p.where.home);
+  if ((p.flags & kClaimIt) != 0) {
+    p.expected = 0;
+    if (Status s = from_mpi(MPI_Compare_and_swap(&p.key.word, &p.expected, &p.old, MPI_UINT64_T,
+                                                 p.where.home, base, win),
                             "MPI_Compare_and_swap");
         !s.ok()) {
       return s;
     }
-    if (Status s = from_mpi(MPI_Win_flush(home, win), "MPI_Win_flush"); !s.ok()) return s;
-    if (old == 0) {
-      std::lock_guard lock(claims_mu_);
-      claims_[key] = where;
-      return Claim{Claim::Outcome::kClaimed, {}};
-    }
-    if (old != key.word) continue;
-    Claim claim;
-    auto final = read_final(where, key, &claim);
-    if (!final.ok()) {
-      if (final.status().code() == Errc::kNotFound) continue;  // same word, other key
-      return final.status();
-    }
-    if (!*final) return Claim{Claim::Outcome::kLoading, {}};
-    return claim;
   }
-  return Status(Errc::kNoSpace, ENOSPC,
-                "directory shard of rank " + std::to_string(home) + " is full");
-}
-
-Result<Claim> WindowDirectory::wait(const Key& key, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    auto claim = acquire(key);
-    if (!claim.ok()) return claim;
-    if (claim->outcome != Claim::Outcome::kLoading) return claim;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Status(Errc::kTimeout, ETIMEDOUT,
-                    "timed out waiting for another rank to load an entry");
-    }
-    std::this_thread::sleep_for(pause);  // back off: never spin a core while another rank loads
-    pause = std::min(pause * 2, std::chrono::microseconds(5000));
-  }
-}
-
-Status WindowDirectory::finish(const Key& key, std::uint64_t state, const Payload& payload) {
-  Where where{};
-  {
-    std::lock_guard lock(claims_mu_);
-    auto it = claims_.find(key);
-    if (it == claims_.end())
-      return Status(Errc::kInternal, EINVAL, "finishing an entry this rank did not claim");
-    where = it->second;
-    claims_.erase(it);
-  }
-  MPI_Win win = window_.get();
-  const MPI_Aint base = slot_disp(where.slot);
-  std::uint64_t buf[1 + kPayloadSize / 8];
-  buf[0] = key.check;
-  std::memcpy(buf + 1, payload.data(), kPayloadSize);
-  if (Status s = from_mpi(MPI_Put(buf, sizeof buf, MPI_BYTE, where.home, base + kCheckWord,
-                                  sizeof buf, MPI_BYTE, win),
-                          "MPI_Put");
+  if (Status s = from_mpi(MPI_Get(p.slot, static_cast<int>(kSlotBytes), MPI_BYTE, p.where.home,
+                                  base, static_cast<int>(kSlotBytes), MPI_BYTE, win),
+                          "MPI_Get");
       !s.ok()) {
     return s;
   }
-  if (Status s = from_mpi(MPI_Win_flush(where.home, win), "MPI_Win_flush"); !s.ok()) return s;
-  const std::uint64_t word = state | (static_cast<std::uint64_t>(rank_) << 8);
-  if (Status s = from_mpi(MPI_Accumulate(&word, 1, MPI_UINT64_T, where.home, base + kStateWord, 1,
-                                         MPI_UINT64_T, MPI_REPLACE, win),
-                          "MPI_Accumulate");
+  if ((p.flags & kTicket) != 0) {
+    static constexpr std::uint64_t kOne = 1;
+    return from_mpi(MPI_Fetch_and_op(&kOne, &p.ticket, MPI_UINT64_T, p.where.home,
+                                     base + kTicketOffset, MPI_SUM, win),
+                    "MPI_Fetch_and_op");
+  }
+  return {};
+}
+
+std::optional<Result<Claim>> WindowDirectory::decide(Probe& p) {
+  const bool claiming = (p.flags & kClaimIt) != 0;
+  const std::uint64_t word = claiming ? p.old : p.slot[0];
+  if (word == 0) {
+    if (!claiming) return Result<Claim>(Claim{Claim::Outcome::kAbsent, {}, -1, 0});
+    if (Status s = record_claim(p.key, p.where); !s.ok()) return Result<Claim>(s);
+    return Result<Claim>(Claim{Claim::Outcome::kClaimed, {}, rank_, p.ticket});
+  }
+  if (word != p.key.word) return std::nullopt;  // another key's slot: probe on
+  // Our word. The get may have read the slot before our compare-and-swap was applied, or while
+  // the claimer was recording itself: then the state says so and the caller asks again.
+  const std::uint64_t state = p.slot[1];
+  const std::uint64_t st = state_of(state);
+  if (p.slot[0] != p.key.word || st == kStateClaimed) {
+    return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, -1, p.ticket});
+  }
+  if (st == kStateLoading) {
+    if (high_of(state) != static_cast<std::uint32_t>(p.key.check >> 32)) return std::nullopt;
+    return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, claimer_of(state), p.ticket});
+  }
+  if (p.slot[2] != p.key.check) return std::nullopt;  // same word, another key
+  Claim c;
+  std::memcpy(c.payload.data(), &p.slot[4], kPayloadSize);
+  if (checksum(p.slot[2], c.payload.data()) != high_of(state)) {
+    // Read while the publisher wrote it: ask again (the caller sees a LOADING answer).
+    return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, -1, p.ticket});
+  }
+  c.outcome = st == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed;
+  c.claimer = claimer_of(state);
+  c.ticket = p.ticket;
+  return Result<Claim>(c);
+}
+
+void WindowDirectory::acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) {
+  std::vector<Probe> probes(lookups.size());
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < lookups.size(); ++i) {
+    probes[i].key = lookups[i].key;
+    probes[i].flags = lookups[i].flags;
+    pending.push_back(i);
+  }
+  while (!pending.empty()) {
+    std::vector<std::size_t> issued;
+    for (std::size_t i : pending) {
+      if (probes[i].probe >= kMaxProbe) {
+        out[i] =
+            Status(Errc::kNoSpace, ENOSPC,
+                   "directory shard of rank " + std::to_string(probes[i].where.home) + " is full");
+        continue;
+      }
+      if (Status s = issue(probes[i]); !s.ok()) {
+        out[i] = s;
+        continue;
+      }
+      issued.push_back(i);
+    }
+    pending.clear();
+    if (issued.empty()) break;
+    // One flush completes every operation of the batch, to every home.
+    if (Status s = from_mpi(MPI_Win_flush_all(window_.get()), "MPI_Win_flush_all"); !s.ok()) {
+      for (std::size_t i : issued) out[i] = s;
+      break;
+    }
+    for (std::size_t i : issued) {
+      auto decided = decide(probes[i]);
+      if (decided) {
+        out[i] = std::move(*decided);
+      } else {
+        ++probes[i].probe;
+        pending.push_back(i);
+      }
+    }
+  }
+}
+
+Result<Claim> WindowDirectory::acquire(const Key& key, unsigned flags) {
+  const Lookup one{key, flags};
+  Result<Claim> out = Status(Errc::kInternal, 0, "not looked up");
+  acquire_many(std::span(&one, 1), std::span(&out, 1));
+  return out;
+}
+
+Status WindowDirectory::record_claim(const Key& key, const Where& where) {
+  {
+    // Before the state names this rank: a waiter that reads it finds the key here.
+    std::lock_guard lock(mu_);
+    loading_[key].where = where;
+  }
+  // Loading, with the claimer and the check's high half (readers tell keys apart by it until
+  // the full check is written with the payload).
+  const std::uint64_t w =
+      state_word(kStateLoading, rank_, static_cast<std::uint32_t>(key.check >> 32));
+  MPI_Win win = window_.get();
+  if (Status s =
+          from_mpi(MPI_Accumulate(&w, 1, MPI_UINT64_T, where.home, disp(where.slot) + kStateOffset,
+                                  1, MPI_UINT64_T, MPI_REPLACE, win),
+                   "MPI_Accumulate");
       !s.ok()) {
     return s;
   }
   return from_mpi(MPI_Win_flush(where.home, win), "MPI_Win_flush");
+}
+
+Result<Claim> WindowDirectory::await_notice(const Key& key, int claimer,
+                                            std::chrono::steady_clock::time_point deadline) {
+  std::shared_ptr<Waiter> w;
+  bool first = false;
+  {
+    std::lock_guard lock(mu_);
+    auto& slot = waiting_[key];
+    if (slot == nullptr) {
+      slot = std::make_shared<Waiter>();
+      first = true;
+    }
+    w = slot;
+    ++w->threads;
+  }
+  Status sent;
+  if (first) {
+    sent = messenger_.send(claimer, Channel::kWaitRegister,
+                           {reinterpret_cast<const std::byte*>(&key), sizeof key});
+  }
+  std::unique_lock lock(mu_);
+  const bool done = sent.ok() && woken_.wait_until(lock, deadline, [&] { return w->done; });
+  if (--w->threads == 0) {
+    if (auto it = waiting_.find(key); it != waiting_.end() && it->second == w) waiting_.erase(it);
+  }
+  if (!sent.ok()) return sent;
+  if (!done) return Status(Errc::kTimeout, ETIMEDOUT, "timed out waiting for another rank's load");
+  return w->claim;
+}
+
+Result<Claim> WindowDirectory::wait(const Key& key, const Claim& loading,
+                                    std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Claim now = loading;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    if (now.outcome != Claim::Outcome::kLoading) return now;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status(Errc::kTimeout, ETIMEDOUT, "timed out waiting for another rank's load");
+    }
+    if (now.claimer >= 0) {
+      auto notice = await_notice(key, now.claimer, deadline);
+      if (!notice.ok()) return notice;
+      if (notice->outcome != Claim::Outcome::kLoading) return *notice;
+      // "Look again": the claimer no longer remembers this key (finished long ago).
+    } else {
+      // The claimer has not recorded itself yet (its claim's round trip is finishing), or a get
+      // overlapped the publisher's writes: a short pause, then ask again. Rare.
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(2000));
+    }
+    auto again = acquire(key, kLookOnly);
+    if (!again.ok()) return again;
+    now = *again;
+  }
+}
+
+void WindowDirectory::notify(int to, const Key& key, const Claim& claim) {
+  Notice n;
+  n.key = key;
+  n.outcome = static_cast<std::int32_t>(claim.outcome);
+  n.claimer = claim.claimer;
+  n.payload = claim.payload;
+  if (Status s = messenger_.send(to, Channel::kWaitNotify,
+                                 {reinterpret_cast<const std::byte*>(&n), sizeof n});
+      !s.ok()) {
+    LARDER_LOG_LIMITED(kWarn, "cannot tell rank {} that an entry is ready: {}", to, s.message());
+  }
+}
+
+void WindowDirectory::on_register(int from, std::span<const std::byte> body) {
+  if (body.size() != sizeof(Key)) return;
+  Key key;
+  std::memcpy(&key, body.data(), sizeof key);
+  std::optional<Claim> final;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = loading_.find(key); it != loading_.end()) {
+      it->second.waiters.push_back(from);
+      return;
+    }
+    final = Claim{Claim::Outcome::kLoading, {}, -1, 0};  // not known: "look again"
+    if (auto it = finished_.find(key); it != finished_.end()) final = it->second;
+  }
+  notify(from, key, *final);
+}
+
+void WindowDirectory::on_notify(int /*from*/, std::span<const std::byte> body) {
+  if (body.size() != sizeof(Notice)) return;
+  Notice n;
+  std::memcpy(&n, body.data(), sizeof n);
+  std::lock_guard lock(mu_);
+  auto it = waiting_.find(n.key);
+  if (it == waiting_.end()) return;  // the waiter gave up
+  it->second->claim = Claim{static_cast<Claim::Outcome>(n.outcome), n.payload, n.claimer, 0};
+  it->second->done = true;
+  woken_.notify_all();
+}
+
+Status WindowDirectory::finish(const Key& key, std::uint64_t state, const Payload& payload) {
+  Loading l;
+  const Claim final{state == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed,
+                    payload, rank_, 0};
+  {
+    std::lock_guard lock(mu_);
+    auto it = loading_.find(key);
+    if (it == loading_.end()) {
+      return Status(Errc::kInternal, EINVAL, "finishing an entry this rank did not claim");
+    }
+    l = std::move(it->second);
+    loading_.erase(it);
+    finished_[key] = final;
+    finished_order_.push_back(key);
+    if (finished_order_.size() > kFinishedKept) {
+      finished_.erase(finished_order_.front());
+      finished_order_.pop_front();
+    }
+  }
+  MPI_Win win = window_.get();
+  const MPI_Aint base = disp(l.where.slot);
+  Status result;
+  if (load_ != nullptr) load_->directory_op(l.where.home);
+  // The check and the payload, flushed before the state that makes them valid.
+  result = from_mpi(
+      MPI_Put(&key.check, 1, MPI_UINT64_T, l.where.home, base + kCheckOffset, 1, MPI_UINT64_T, win),
+      "MPI_Put");
+  if (result.ok()) {
+    result =
+        from_mpi(MPI_Put(payload.data(), static_cast<int>(kPayloadSize), MPI_BYTE, l.where.home,
+                         base + kPayloadOffset, static_cast<int>(kPayloadSize), MPI_BYTE, win),
+                 "MPI_Put");
+  }
+  if (result.ok()) result = from_mpi(MPI_Win_flush(l.where.home, win), "MPI_Win_flush");
+  const std::uint64_t w = state_word(state, rank_, checksum(key.check, payload.data()));
+  if (result.ok()) {
+    result = from_mpi(MPI_Accumulate(&w, 1, MPI_UINT64_T, l.where.home, base + kStateOffset, 1,
+                                     MPI_UINT64_T, MPI_REPLACE, win),
+                      "MPI_Accumulate");
+  }
+  if (result.ok()) result = from_mpi(MPI_Win_flush(l.where.home, win), "MPI_Win_flush");
+  // Waiters are told even when the slot could not be written: they must not wait for nothing.
+  for (int to : l.waiters) notify(to, key, final);
+  return result;
 }
 
 Status WindowDirectory::publish(const Key& key, const Payload& payload) {

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -105,6 +106,31 @@ void print_histogram(const json& stats) {
   }
 }
 
+// The per-rank load (the "skew" section): a hot spot is a max far above the median.
+void print_skew(const json& s) {
+  if (!s.contains("skew")) return;
+  std::cout << "load per rank        max (rank)          median        total\n";
+  const std::vector<std::pair<const char*, const char*>> rows = {
+      {"bytes served", "bytes_served"},
+      {"directory ops rcvd", "directory_ops_received"},
+      {"remote fetches", "remote_fetches"},
+      {"wait time", "wait_ns"},
+  };
+  for (const auto& [label, key] : rows) {
+    const auto& d = s["skew"][key];
+    auto v = [&](const char* f) { return d.value(f, std::uint64_t{0}); };
+    const bool b = std::string_view(key) == "bytes_served";
+    const bool t = std::string_view(key) == "wait_ns";
+    auto text = [&](std::uint64_t x) {
+      return b   ? bytes(x)
+             : t ? time_text(static_cast<double>(x))
+                 : num(std::optional<std::uint64_t>(x));
+    };
+    std::cout << fmt::format("  {:<18} {:>12} ({:>4}) {:>12} {:>12}\n", label, text(v("max")),
+                             d.value("max_rank", 0), text(v("median")), text(v("total")));
+  }
+}
+
 void print_one(const json& s) {
   const auto app = counter(s, "app.bytes_read");
   const auto pfs = counter(s, "pfs.bytes_read");
@@ -122,18 +148,15 @@ void print_one(const json& s) {
   const auto self = counter(s, "hits.self");
   const auto node = counter(s, "hits.node");
   const auto remote = counter(s, "hits.remote");
-  const auto copies = counter(s, "hits.remote_copy");
   const auto misses = counter(s, "misses");
   const auto fallbacks = counter(s, "fallbacks");
   std::uint64_t chunk_reads = 0;
-  for (const auto& v : {self, node, remote, copies, misses, fallbacks})
-    chunk_reads += v.value_or(0);
+  for (const auto& v : {self, node, remote, misses, fallbacks}) chunk_reads += v.value_or(0);
   std::cout << fmt::format("chunk reads       {}\n", chunk_reads);
   const std::vector<std::pair<const char*, std::optional<std::uint64_t>>> sources = {
       {"own arena", self},
       {"a node peer's arena", node},
       {"another node", remote},
-      {"copy of a remote chunk", copies},
       {"loaded from the PFS", misses},
       {"read around the cache", fallbacks},
   };
@@ -144,12 +167,22 @@ void print_one(const json& s) {
                            num(counter(s, "hits.tier.mem")), num(counter(s, "hits.tier.disk")));
   std::cout << fmt::format("metadata          {} answers from the cache, {} from the PFS\n",
                            num(counter(s, "meta.hits")), num(counter(s, "meta.misses")));
-  std::cout << fmt::format("between nodes     {} in {} gets ({} whole-chunk copies), {} errors\n",
+  std::cout << fmt::format("loaded ahead      {} chunks loaded by an open, before any read\n",
+                           num(counter(s, "prefetches")));
+  std::cout << fmt::format("between nodes     {} in {} gets, {} errors\n",
                            bytes(counter(s, "transport.bytes")), num(counter(s, "transport.gets")),
-                           num(counter(s, "transport.chunk_copies")),
                            num(counter(s, "transport.errors")));
-  std::cout << fmt::format("waits             {} for a chunk another rank was loading\n",
-                           num(counter(s, "waits")));
+  std::cout << fmt::format(
+      "node sharing      {} answers found in the node table; {} chunks ({})\n"
+      "                  copied from another node for the whole node\n",
+      num(counter(s, "node.answers")), num(counter(s, "node.copies")),
+      bytes(counter(s, "node.copy_bytes")));
+  const auto wait_ns = counter(s, "wait_ns");
+  std::cout << fmt::format("waits             {} for an entry another rank was loading ({})\n",
+                           num(counter(s, "waits")),
+                           time_text(static_cast<double>(wait_ns.value_or(0))));
+  std::cout << fmt::format("directory         {} lookups\n", num(counter(s, "directory.ops")));
+  print_skew(s);
   std::cout << fmt::format("cache at the end  {} in {} chunks\n", bytes(counter(s, "cache.bytes")),
                            num(counter(s, "cache.chunks")));
   const auto reads = counter(s, "latency.reads");
@@ -165,7 +198,7 @@ void print_one(const json& s) {
 }
 
 void print_two(const json& a, const json& b, const std::string& name_a, const std::string& name_b) {
-  static constexpr std::array<std::pair<const char*, bool>, 16> kRows = {{
+  static constexpr std::array<std::pair<const char*, bool>, 18> kRows = {{
       {"ranks", false},
       {"app.bytes_read", true},
       {"app.read_calls", false},
@@ -176,8 +209,10 @@ void print_two(const json& a, const json& b, const std::string& name_a, const st
       {"hits.self", false},
       {"hits.node", false},
       {"hits.remote", false},
-      {"hits.remote_copy", false},
       {"misses", false},
+      {"node.copies", false},
+      {"directory.ops", false},
+      {"skew.bytes_served.max", true},
       {"fallbacks", false},
       {"transport.bytes", true},
       {"latency.mean_ns", false},

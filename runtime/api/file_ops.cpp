@@ -28,7 +28,7 @@ std::optional<std::string> candidate(const Config& c, const char* path, bool any
 std::optional<int> open_path(FileService& svc, FileTable& table, const std::string& abs,
                              int flags) {
   if (!cacheable_flags(flags)) return std::nullopt;
-  auto record = svc.lookup(abs);
+  auto record = svc.lookup_for_open(abs);
   if (!record.ok()) return std::nullopt;  // the cache cannot answer: the real call will
   if (record->error != 0) {
     errno = record->error;

@@ -23,6 +23,9 @@ class FileService {
   virtual ~FileService() = default;
   virtual const Config& config() const noexcept = 0;
   virtual Result<PathRecord> lookup(const std::string& path) = 0;
+  // lookup() for an open, which will read the file: a cache may fetch its first chunk's place in
+  // the same round trip (Cache::lookup_for_open).
+  virtual Result<PathRecord> lookup_for_open(const std::string& path) { return lookup(path); }
   virtual Result<PathRecord> lookup_link(const std::string& path) = 0;
   virtual Result<std::shared_ptr<const Listing>> list(const std::string& path) = 0;
   virtual Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,

@@ -33,6 +33,37 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
   return {};
 }
 
+void Session::build_node_table() {
+  MpiJob& mpi = *mpi_;
+  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  const std::string path = job_dir_.shm_job_dir() + "/node-" + std::to_string(node) + ".table";
+  const bool leader = topology_.leader_of(node) == topology_.rank;
+  Status made;
+  if (leader) {
+    auto table = NodeTable::create(path, config_.node_slots);
+    if (table.ok()) {
+      node_table_ = std::move(*table);
+    } else {
+      made = table.status();
+    }
+  }
+  // The agreement is the barrier between the leaders' creation and the others' mapping; a node
+  // whose table failed goes on without one (its ranks then cannot open it either).
+  if (Status agreed = mpi.agree(made); !agreed.ok()) {
+    LARDER_LOG_WARN("node tables are off for this job: {}", agreed.message());
+    node_table_.reset();
+    return;
+  }
+  if (!leader) {
+    auto table = NodeTable::attach(path);
+    if (table.ok()) {
+      node_table_ = std::move(*table);
+    } else {
+      LARDER_LOG_WARN("this rank resolves every key itself: {}", table.status().message());
+    }
+  }
+}
+
 void Session::build_cache() {
   CacheParts parts;
   parts.config = &config_;
@@ -43,6 +74,8 @@ void Session::build_cache() {
   parts.peers = peers_.get();
   parts.transport = transport_view_;
   parts.progress = progress_view_;
+  parts.node = node_table_.get();
+  parts.load = load_.get();
   parts.topology = topology_;
   cache_ = std::make_unique<Cache>(std::move(parts));
 }
@@ -89,7 +122,9 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
   s->pfs_ = std::make_unique<PosixFileSystem>(s->stats_);
   s->peers_ = std::make_unique<PeerArenas>(
       [d = &s->job_dir_](int r, Tier tier) { return d->arena_path(r, tier); });
-  if (Status st = mpi.agree(mpi.start(c, s->tiers_)); !st.ok()) {
+  s->load_ = std::make_unique<PeerLoad>(s->topology_.size);
+  s->build_node_table();
+  if (Status st = mpi.agree(mpi.start(c, s->tiers_, s->load_.get())); !st.ok()) {
     (void)mpi.close();
     return st;
   }
@@ -107,6 +142,10 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
 
 Result<PathRecord> Session::lookup(const std::string& path) {
   return cache_->lookup(path);
+}
+
+Result<PathRecord> Session::lookup_for_open(const std::string& path) {
+  return cache_->lookup_for_open(path);
 }
 
 Result<PathRecord> Session::lookup_link(const std::string& path) {
@@ -217,7 +256,7 @@ Status Session::close_mpi() {
   const bool all_drained =
       mpi.agree(unmap_allowed_ ? Status() : Status(Errc::kUnavailable, 0, "reads in flight")).ok();
   Status result;
-  auto totals = mpi.reduce_stats(stats_.snapshot());
+  auto totals = mpi.reduce_stats(stats_.snapshot(), load_.get());
   if (!totals.ok()) result = totals.status();
   // Windows go (collectively) before the arenas they expose are unmapped.
   Status closed = mpi.close(all_drained);

@@ -17,7 +17,9 @@
 #include "runtime/cache/cache.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/directory/directory.hpp"
+#include "runtime/node/node_table.hpp"
 #include "runtime/pfs/file_system.hpp"
+#include "runtime/stats/peer_load.hpp"
 #include "runtime/stats/stats.hpp"
 #include "runtime/tier/job_dir.hpp"
 #include "runtime/tier/local_tiers.hpp"
@@ -54,6 +56,7 @@ class Session final : public FileService {
   const Config& config() const noexcept override { return config_; }
   // FileService, over this session's cache (unavailable once the session is closed).
   Result<PathRecord> lookup(const std::string& path) override;
+  Result<PathRecord> lookup_for_open(const std::string& path) override;
   Result<PathRecord> lookup_link(const std::string& path) override;
   Result<std::shared_ptr<const Listing>> list(const std::string& path) override;
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
@@ -71,6 +74,9 @@ class Session final : public FileService {
  private:
   explicit Session(Config config);
   Status build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_share);
+  // Collective: the node leaders create their node's table, then the others map it. A rank
+  // that cannot ends up without one (it then resolves every key for itself).
+  void build_node_table();
   void build_cache();
   Status close_mpi();
   // Waits until no lease is held; false when `timeout` passed first. `progress` (may be empty)
@@ -83,6 +89,8 @@ class Session final : public FileService {
   JobDir job_dir_;
   LocalTiers tiers_;
   std::unique_ptr<PeerArenas> peers_;
+  std::unique_ptr<NodeTable> node_table_;  // null: a local session, or the table failed
+  std::unique_ptr<PeerLoad> load_;
   std::unique_ptr<FileSystem> pfs_;
   std::unique_ptr<MpiJob> mpi_;           // null for a local session
   std::unique_ptr<Directory> directory_;  // LocalDirectory, or owned by mpi_ (then null)

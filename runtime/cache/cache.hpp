@@ -1,9 +1,14 @@
 // Cache: the read path of docs/architecture.md for one rank.
 //
-// Reading a byte range visits each chunk it touches: this rank's memo of directory answers,
-// then the directory (claiming the chunk if nobody has), then the bytes from this rank's arena,
-// a node peer's arena (memcpy) or another node (transport). Any failure of the cache reads the
-// PFS directly and still returns the right bytes; errors of the PFS itself are returned as-is.
+// Every answer (a path's stat, a directory listing, where a chunk's bytes are) is found at the
+// first of three levels that has it: this rank's memo; the node table, which the node's ranks
+// share (the first rank that needs a key resolves it for the node while the others sleep on it);
+// the job-wide directory (one round trip to the key's home; claimed and loaded from the PFS when
+// nobody has it, waited for by notification when another rank is loading it). A chunk found on
+// another node is copied into the resolving rank's arena, from the nearest holder of the chunk's
+// fan-out tree (fanout.hpp), so it crosses the network once per node and every rank of the node
+// then copies it from shared memory. Any failure of the cache reads the PFS directly and still
+// returns the right bytes; errors of the PFS itself are returned as they are.
 // Thread-safe: many application threads may read at once.
 #ifndef LARDER_RUNTIME_CACHE_CACHE_HPP_
 #define LARDER_RUNTIME_CACHE_CACHE_HPP_
@@ -19,10 +24,11 @@
 
 #include "runtime/cache/listing.hpp"
 #include "runtime/cache/records.hpp"
-#include "runtime/cache/remote_copies.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/directory/directory.hpp"
+#include "runtime/node/node_table.hpp"
 #include "runtime/pfs/file_system.hpp"
+#include "runtime/stats/peer_load.hpp"
 #include "runtime/stats/stats.hpp"
 #include "runtime/tier/local_tiers.hpp"
 #include "runtime/tier/peer_arenas.hpp"
@@ -48,6 +54,8 @@ struct CacheParts {
   PeerArenas* peers = nullptr;         // null: no node-local sharing (single process)
   Transport* transport = nullptr;      // null: no cross-node reads
   ProgressThread* progress = nullptr;  // null: nobody to tell that reads are under way
+  NodeTable* node = nullptr;           // null: every rank resolves for itself (no node table)
+  PeerLoad* load = nullptr;            // null: no per-peer accounting
   Topology topology;
 };
 
@@ -59,12 +67,15 @@ class Cache {
   // A non-OK Result means the cache could not answer (the caller asks the PFS itself); an
   // answer that the path does not exist is an OK record with error == ENOENT.
   Result<PathRecord> lookup(const std::string& path);
+  // The same for an open: when this rank resolves the path for its node, chunk 0 of the file is
+  // looked up (claimed, loaded) in the same directory round trip, as it is homed with the path.
+  Result<PathRecord> lookup_for_open(const std::string& path);
   // The lstat() answer for `path`: the stat() answer when no component of the path is a symlink
   // (its canonical name is the path itself), else a kLinkPath entry, once per job.
   Result<PathRecord> lookup_link(const std::string& path);
   // The listing of directory `path` (absolute, lexically clean), from the PFS at most once per
-  // job: the rank that claims it stores the records in its arena (see ListingRecord). A non-OK
-  // Result means the cache could not answer; an errno of listing is an OK Listing with error set.
+  // job. A non-OK Result means the cache could not answer; an errno of listing is an OK Listing
+  // with error set.
   Result<std::shared_ptr<const Listing>> list(const std::string& path);
 
   // Where chunk `index` of `file` can be copied from by a process of this node (worker agents):
@@ -93,31 +104,70 @@ class Cache {
   std::uint64_t chunk_size() const noexcept { return config_.chunk_size; }
 
  private:
+  // What resolving a key gave: a payload to use and remember (kCached), a payload for this call
+  // only (kTransient: e.g. an EIO from stat), "read the PFS yourself" (kDirect), or an error of
+  // the PFS (kError).
+  struct Answer {
+    enum class Kind { kCached, kTransient, kDirect, kError };
+    Kind kind = Kind::kDirect;
+    Payload payload{};
+    bool fresh = false;   // loaded by this call: its first use is the miss, not a hit
+    bool copied = false;  // copied from another node by this call: its first use is remote
+    Status error;
+  };
+  // What loading a claimed entry gave: a payload to publish, or `publish` false (abandon the
+  // entry; `answer` says what this call gets).
+  struct Loaded {
+    bool publish = false;
+    Answer answer;
+  };
+  template <class Load, class Localize>
+  Answer resolve(const Key& key, unsigned flags, Load&& load, Localize&& localize,
+                 const Payload* failed_as = nullptr);
+  template <class Load, class Localize>
+  Answer resolve_global(const Key& key, unsigned flags, Load&& load, Localize&& localize,
+                        const Payload* failed_as);
+  template <class Load, class Localize>
+  Answer finish_claim(const Key& key, Result<Claim> claim, Load&& load, Localize&& localize,
+                      const Payload* failed_as);
+
+  // metadata (cache_meta.cpp)
+  Result<PathRecord> lookup_key(const std::string& path, const Key& key, bool link);
+  Loaded load_path(const std::string& path, bool link);
+  std::shared_ptr<const Listing> fetch_listing(const std::string& path, const ListingRecord& rec);
+  Loaded load_listing(const std::string& path);
+  std::shared_ptr<const Listing> list_direct(const std::string& path);
+  std::shared_ptr<const Listing> remember_listing(const std::string& path,
+                                                  std::shared_ptr<const Listing> listing);
+  Result<Payload> localize_listing(const Payload& payload);
+
+  // data (cache.cpp)
   enum class Source { kCache, kDirect };
   struct Located {
     Source source = Source::kDirect;
     ChunkRecord record;
-    bool fresh = false;  // loaded by this call: its first use is the miss, not a hit
+    bool fresh = false;
+    bool copied = false;
   };
-
-  Result<PathRecord> lookup_key(const std::string& path, const Key& key, bool link);
-  Result<PathRecord> resolve_and_publish(const std::string& path, const Key& key, bool claimed,
-                                         bool link);
-  std::shared_ptr<const Listing> fetch_listing(const std::string& path, const ListingRecord& rec);
-  std::shared_ptr<const Listing> load_listing(const std::string& path, const Key& key);
-  std::shared_ptr<const Listing> list_direct(const std::string& path);
-  std::shared_ptr<const Listing> remember_listing(const std::string& path,
-                                                  std::shared_ptr<const Listing> listing);
   Result<Located> locate(const CachedFile& file, std::uint64_t index);
-  Result<Located> load(const CachedFile& file, std::uint64_t index, const Key& key);
-  // Copies a piece out of a located chunk; false when the copy failed (fall back).
-  // Serves a piece of a remote chunk from (or into) this rank's private copy of the whole chunk.
-  bool copy_from_remote_copy(const ChunkRecord& record, std::uint64_t offset_in_chunk,
-                             std::span<std::byte> into);
+  // Loads a claimed chunk from the PFS. `prefetch`: ahead of any read (an open), counted as a
+  // prefetch rather than a miss.
+  Loaded load_chunk(const CachedFile& file, std::uint64_t index, std::uint64_t ticket,
+                    bool prefetch = false);
   bool copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk, std::span<std::byte> into,
                 bool count_hit);
   Result<std::size_t> read_direct(const CachedFile& file, std::uint64_t offset,
                                   std::span<std::byte> into);
+  bool on_this_node(int rank) const noexcept {
+    return rank == topology_.rank || (peers_ != nullptr && rank >= 0 && rank < topology_.size &&
+                                      topology_.same_node(rank, topology_.rank));
+  }
+
+  // node copies and fan-out (cache_copy.cpp)
+  Result<Payload> localize_chunk(const Key& key, const Payload& origin, std::uint64_t ticket);
+  Result<ChunkRecord> copy_from(const ChunkRecord& source, const ChunkRecord& into);
+  Result<ChunkRecord> holder_source(const Key& key, const ChunkRecord& origin,
+                                    std::uint64_t position, const Result<Claim>& parent);
 
   bool memo_find(const Key& key, Payload* out);
   void memo_put(const Key& key, const Payload& payload);
@@ -130,13 +180,13 @@ class Cache {
   PeerArenas* peers_;
   Transport* transport_;
   ProgressThread* progress_;
+  NodeTable* node_;
+  PeerLoad* load_;
   const Topology topology_;
   std::atomic<bool> closing_{false};  // acquire/release: see begin_close()
 
-  // Directory answers this rank has seen. Entries are immutable for the job, so remembering
-  // them saves a remote lookup (a remote atomic can cost milliseconds under Open MPI).
-  // Whole remote chunks kept for readers that take them in small pieces.
-  RemoteCopies remote_copies_;
+  // Answers this rank has seen, node-local form. Entries are immutable for the job, so
+  // remembering them saves a lookup (a remote atomic can cost milliseconds under Open MPI).
   std::shared_mutex memo_mu_;
   std::unordered_map<Key, Payload, KeyHash> memo_;  // guarded by memo_mu_
   // Listings this rank has fetched (immutable for the job, like the directory entries).

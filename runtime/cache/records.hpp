@@ -22,12 +22,16 @@ struct PathRecord {
   bool managed() const noexcept { return (flags & kManaged) != 0; }
 };
 
-// Where a READY chunk sits: rank, tier and byte range in that rank's arena.
+// Where a READY chunk sits: rank, tier and byte range in that rank's arena. In the directory it
+// is the origin's copy (the rank that loaded it from the PFS), with the fan-out position the
+// origin holds (fanout.hpp); in a node table and a rank's memo, the copy on that node (or the
+// origin's, when the node could not keep a copy). Holder entries (KeyKind::kHolder) hold one too.
 struct ChunkRecord {
   std::int32_t owner = -1;
   Tier tier = Tier::kMem;
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
+  std::uint64_t position = 0;
 };
 
 // A directory listing (KeyKind::kListing of the directory's path as written). A listing does not

@@ -1,8 +1,11 @@
 // Keys of directory entries: 128-bit xxHash (XXH3) values.
 //
-// `word` is the 64-bit value that claims a directory slot with one compare-and-swap and picks
-// the home rank; `check` is the other half, compared after the slot is READY, so two names whose
-// words collide are told apart (the reader then reads the PFS directly, never wrong bytes).
+// `word` is the 64-bit value that claims a directory slot with one compare-and-swap; `check` is the
+// other half, compared after the slot is READY, so two names whose words collide are told apart
+// (the reader then reads the PFS directly, never wrong bytes). `home` picks the rank whose shard
+// holds the entry (home % ranks): the key's own word, except where two entries are looked up
+// together and so live on one rank (docs/protocol.md, "Small files": a path's record and chunk 0
+// of the file it names).
 #ifndef LARDER_RUNTIME_CHUNK_CHUNK_KEY_HPP_
 #define LARDER_RUNTIME_CHUNK_CHUNK_KEY_HPP_
 
@@ -14,6 +17,7 @@ namespace larder {
 struct Key {
   std::uint64_t word = 0;  // never 0: 0 marks an empty slot
   std::uint64_t check = 0;
+  std::uint64_t home = 0;  // the home rank is home % ranks
 
   friend bool operator==(const Key&, const Key&) = default;
 };
@@ -23,7 +27,13 @@ struct KeyHash {
 };
 
 // What a directory entry describes; part of the hashed bytes so kinds never collide.
-enum class KeyKind : std::uint8_t { kPath = 1, kChunk = 2, kListing = 3, kLinkPath = 4 };
+enum class KeyKind : std::uint8_t {
+  kPath = 1,
+  kChunk = 2,
+  kListing = 3,
+  kLinkPath = 4,
+  kHolder = 5,  // a node's copy of a chunk: where it sits, for the nodes it serves (fan-out)
+};
 
 // The identity of a file's contents: the hash of its canonical path.
 struct FileId {
@@ -33,10 +43,15 @@ struct FileId {
 };
 
 FileId file_id_of(std::string_view canonical_path) noexcept;
-// Key of chunk `index` of the file: xxHash of (canonical path hash, chunk index).
+// Key of chunk `index` of the file: xxHash of (canonical path hash, chunk index). Chunk 0 is homed
+// with the file's path record (the path as canonical name); the others by their own hash.
 Key chunk_key(const FileId& file, std::uint64_t index) noexcept;
-// Key of the metadata entry of a path as written (absolute, lexically clean).
+// Key of the metadata entry of a path as written (absolute, lexically clean). kPath and kLinkPath
+// entries are homed by file_id_of(path), with chunk 0 of the file the path names when it is
+// canonical; listings by their own hash.
 Key path_key(KeyKind kind, std::string_view path) noexcept;
+// Key of the record of the copy of chunk `chunk` held at fan-out position `position` (>= 1).
+Key holder_key(const Key& chunk, std::uint64_t position) noexcept;
 
 }  // namespace larder
 

@@ -138,10 +138,17 @@ Result<Config> Config::parse(const Lookup& lookup) {
     if (!n || *n == 0 || *n > 86400) return bad("LARDER_TIMEOUT", *v, "seconds, 1 to 86400");
     c.wait_timeout = std::chrono::seconds(*n);
   }
-  if (auto v = get("LARDER_REMOTE_COPIES")) {
-    auto n = parse_size(*v);
-    if (!n) return bad("LARDER_REMOTE_COPIES", *v, kSize);
-    c.remote_copies = *n;
+  if (auto v = get("LARDER_FANOUT")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n < 1 || *n > 1024) return bad("LARDER_FANOUT", *v, "an integer from 1 to 1024");
+    c.fanout = *n;
+  }
+  if (auto v = get("LARDER_NODE_SLOTS")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n < 64 || *n > (1u << 24)) {
+      return bad("LARDER_NODE_SLOTS", *v, "an integer between 64 and 16777216");
+    }
+    c.node_slots = *n;
   }
   for (auto [var, list] : {std::pair{"LARDER_WRAPPERS", &c.wrappers},
                            std::pair{"LARDER_FORKING_WRAPPERS", &c.forking_wrappers}}) {

@@ -32,9 +32,10 @@ struct Config {
   int node_size = 0;                               // LARDER_NODE_SIZE (0: real nodes)
   std::uint32_t dir_slots = 1u << 16;              // LARDER_DIR_SLOTS, per rank
   std::chrono::milliseconds wait_timeout{60'000};  // LARDER_TIMEOUT, seconds in the env
-  std::uint64_t remote_copies = 64ull << 20;       // LARDER_REMOTE_COPIES, bytes per rank (0: off)
-  std::vector<std::string> wrappers;          // LARDER_WRAPPERS: more exec wrapper names
-  std::vector<std::string> forking_wrappers;  // LARDER_FORKING_WRAPPERS: more forking ones
+  std::uint32_t fanout = 8;                        // LARDER_FANOUT: nodes a chunk copy serves
+  std::uint32_t node_slots = 1u << 16;             // LARDER_NODE_SLOTS: node table entries
+  std::vector<std::string> wrappers;               // LARDER_WRAPPERS: more exec wrapper names
+  std::vector<std::string> forking_wrappers;       // LARDER_FORKING_WRAPPERS: more forking ones
   int fault_ucx_peer = -1;  // LARDER_FAULT_UCX_PEER (testing only): a rank whose endpoint fails
 
   static constexpr std::uint64_t kMinChunk = 4096;

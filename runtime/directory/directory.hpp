@@ -2,7 +2,10 @@
 //
 // Every entry goes EMPTY -> LOADING (claimed by exactly one rank) -> READY (payload published)
 // or FAILED (the claimer could not load; everyone reads the PFS directly). READY entries never
-// change for the life of the job (files are immutable), so callers may remember them.
+// change for the life of the job, so callers may remember them. docs/protocol.md has the whole
+// protocol; its costs: a lookup of a READY entry is one round trip to the entry's home rank, a
+// claim is the same round trip, many keys are looked up with one round trip per home rank, and a
+// waiter for a LOADING entry sends one message to the loader and receives one.
 //
 // Implementations: LocalDirectory (one process, for tests and serial programs) and
 // mpi::WindowDirectory (MPI one-sided windows, one shard per rank). All methods are thread-safe.
@@ -13,6 +16,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <span>
 #include <type_traits>
 
 #include "runtime/chunk/chunk_key.hpp"
@@ -20,7 +24,7 @@
 
 namespace larder {
 
-inline constexpr std::size_t kPayloadSize = 104;
+inline constexpr std::size_t kPayloadSize = 112;
 using Payload = std::array<std::byte, kPayloadSize>;
 
 template <class T>
@@ -43,26 +47,48 @@ struct Claim {
   enum class Outcome {
     kReady,    // payload is valid
     kClaimed,  // the caller now owns the entry: load, then publish() or abandon()
-    kLoading,  // another rank is loading it: wait()
+    kLoading,  // another rank (claimer) is loading it: wait()
     kFailed,   // the claimer gave up: read the PFS directly
+    kAbsent,   // nobody has it and the caller did not ask to claim it
   };
   Outcome outcome = Outcome::kFailed;
   Payload payload{};
+  int claimer = -1;          // kLoading, kReady, kFailed: the rank that claimed the entry
+  std::uint64_t ticket = 0;  // with kTicket: how many readers took a ticket before this one
+};
+
+// What acquire() does besides reading the entry.
+enum Acquire : unsigned {
+  kLookOnly = 0,  // report kAbsent for an empty entry
+  kClaimIt = 1u,  // claim an empty entry (kClaimed)
+  kTicket = 2u,   // also take a reader ticket (fan-out: the caller's place among the readers)
+};
+
+struct Lookup {
+  Key key;
+  unsigned flags = kClaimIt;
 };
 
 class Directory {
  public:
   virtual ~Directory() = default;
 
-  // Returns the entry if it is READY or FAILED; claims it for the caller if it is absent.
-  // kNoSpace when the home shard has no free slot (the caller reads the PFS directly).
-  virtual Result<Claim> acquire(const Key& key) = 0;
-  // Waits (without spinning a core) until a LOADING entry is READY or FAILED, up to `timeout`
-  // (then kTimeout).
-  virtual Result<Claim> wait(const Key& key, std::chrono::milliseconds timeout) = 0;
-  // The claimer publishes the payload; the entry becomes READY.
+  // Reads the entry of `key` in one round trip; claims it for the caller when it is empty and
+  // `flags` has kClaimIt. kNoSpace when the home shard has no free slot (read the PFS directly).
+  virtual Result<Claim> acquire(const Key& key, unsigned flags = kClaimIt) = 0;
+  // acquire() for many keys, one round trip per home rank; out[i] answers lookups[i].
+  virtual void acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) {
+    for (std::size_t i = 0; i < lookups.size(); ++i) {
+      out[i] = acquire(lookups[i].key, lookups[i].flags);
+    }
+  }
+  // Waits (without polling the directory) until the entry `loading` reported is READY or FAILED,
+  // up to `timeout` (then kTimeout).
+  virtual Result<Claim> wait(const Key& key, const Claim& loading,
+                             std::chrono::milliseconds timeout) = 0;
+  // The claimer publishes the payload; the entry becomes READY and its waiters are told.
   virtual Status publish(const Key& key, const Payload& payload) = 0;
-  // The claimer could not load the entry; it becomes FAILED.
+  // The claimer could not load the entry; it becomes FAILED and its waiters are told.
   virtual Status abandon(const Key& key) = 0;
 };
 

@@ -16,8 +16,9 @@ class LocalDirectory final : public Directory {
  public:
   explicit LocalDirectory(std::size_t capacity) : capacity_(capacity) {}
 
-  Result<Claim> acquire(const Key& key) override;
-  Result<Claim> wait(const Key& key, std::chrono::milliseconds timeout) override;
+  Result<Claim> acquire(const Key& key, unsigned flags = kClaimIt) override;
+  Result<Claim> wait(const Key& key, const Claim& loading,
+                     std::chrono::milliseconds timeout) override;
   Status publish(const Key& key, const Payload& payload) override;
   Status abandon(const Key& key) override;
 
@@ -25,6 +26,7 @@ class LocalDirectory final : public Directory {
   struct Entry {
     Claim::Outcome outcome;
     Payload payload;
+    std::uint64_t tickets = 0;
   };
   Status finish(const Key& key, Claim::Outcome outcome, const Payload& payload);
 

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <unistd.h>
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <vector>
 
 #include "runtime/common/sys.hpp"
 #include "runtime/common/unique_fd.hpp"
@@ -41,6 +43,23 @@ void set_dotted(nlohmann::json& j, std::string_view path, std::uint64_t value) {
 
 }  // namespace
 
+Spread spread_of(std::span<const std::uint64_t> per_rank) {
+  Spread s;
+  if (per_rank.empty()) return s;
+  std::vector<std::uint64_t> sorted(per_rank.begin(), per_rank.end());
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    s.total += per_rank[r];
+    if (per_rank[r] > s.max) {
+      s.max = per_rank[r];
+      s.max_rank = static_cast<int>(r);
+    }
+  }
+  std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2),
+                   sorted.end());
+  s.median = sorted[sorted.size() / 2];
+  return s;
+}
+
 void StatsSnapshot::add(const StatsSnapshot& other) noexcept {
   for (int i = 0; i < kCounterCount; ++i) counters[i] += other.counters[i];
   for (int i = 0; i < kLatencyBuckets; ++i) latency[i] += other.latency[i];
@@ -73,6 +92,16 @@ std::string StatsSnapshot::to_json() const {
   j["latency"]["p99_ns"] = latency_quantile_ns(0.99);
   j["latency"]["max_ns"] = latency_max_ns;
   j["latency"]["histogram_log2_ns"] = latency;
+  if (skew) {
+    auto put = [&j](const char* name, const Spread& sp) {
+      j["skew"][name] = {
+          {"max", sp.max}, {"median", sp.median}, {"total", sp.total}, {"max_rank", sp.max_rank}};
+    };
+    put("bytes_served", skew->bytes_served);
+    put("directory_ops_received", skew->directory_ops_received);
+    put("remote_fetches", skew->remote_fetches);
+    put("wait_ns", skew->wait_ns);
+  }
   return j.dump(2) + "\n";
 }
 

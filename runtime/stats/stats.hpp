@@ -10,6 +10,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "runtime/common/status.hpp"
@@ -17,32 +19,35 @@
 namespace larder {
 
 // The counters, in the order they are stored and reduced. X(name, json path)
-#define LARDER_STATS_COUNTERS(X)             \
-  X(pfs_bytes_read, "pfs.bytes_read")        \
-  X(pfs_read_ops, "pfs.read_ops")            \
-  X(pfs_stat_ops, "pfs.stat_ops")            \
-  X(pfs_open_ops, "pfs.open_ops")            \
-  X(pfs_list_ops, "pfs.list_ops")            \
-  X(hits_self, "hits.self")                  \
-  X(hits_node, "hits.node")                  \
-  X(hits_remote, "hits.remote")              \
-  X(hits_mem, "hits.tier.mem")               \
-  X(hits_disk, "hits.tier.disk")             \
-  X(misses, "misses")                        \
-  X(fallbacks, "fallbacks")                  \
-  X(waits, "waits")                          \
-  X(meta_hits, "meta.hits")                  \
-  X(meta_misses, "meta.misses")              \
-  X(transport_bytes, "transport.bytes")      \
-  X(transport_gets, "transport.gets")        \
-  X(transport_errors, "transport.errors")    \
-  X(directory_ops, "directory.ops")          \
-  X(cached_bytes, "cache.bytes")             \
-  X(cached_chunks, "cache.chunks")           \
-  X(app_read_calls, "app.read_calls")        \
-  X(app_bytes_read, "app.bytes_read")        \
-  X(remote_copies, "transport.chunk_copies") \
-  X(remote_copy_hits, "hits.remote_copy")
+#define LARDER_STATS_COUNTERS(X)          \
+  X(pfs_bytes_read, "pfs.bytes_read")     \
+  X(pfs_read_ops, "pfs.read_ops")         \
+  X(pfs_stat_ops, "pfs.stat_ops")         \
+  X(pfs_open_ops, "pfs.open_ops")         \
+  X(pfs_list_ops, "pfs.list_ops")         \
+  X(hits_self, "hits.self")               \
+  X(hits_node, "hits.node")               \
+  X(hits_remote, "hits.remote")           \
+  X(hits_mem, "hits.tier.mem")            \
+  X(hits_disk, "hits.tier.disk")          \
+  X(misses, "misses")                     \
+  X(prefetches, "prefetches")             \
+  X(fallbacks, "fallbacks")               \
+  X(waits, "waits")                       \
+  X(meta_hits, "meta.hits")               \
+  X(meta_misses, "meta.misses")           \
+  X(transport_bytes, "transport.bytes")   \
+  X(transport_gets, "transport.gets")     \
+  X(transport_errors, "transport.errors") \
+  X(directory_ops, "directory.ops")       \
+  X(cached_bytes, "cache.bytes")          \
+  X(cached_chunks, "cache.chunks")        \
+  X(app_read_calls, "app.read_calls")     \
+  X(app_bytes_read, "app.bytes_read")     \
+  X(wait_ns, "wait_ns")                   \
+  X(node_answers, "node.answers")         \
+  X(node_copies, "node.copies")           \
+  X(node_copy_bytes, "node.copy_bytes")
 
 enum class Counter : int {
 #define LARDER_STATS_ENUM(name, path) name,
@@ -55,12 +60,33 @@ inline constexpr int kCounterCount = static_cast<int>(Counter::kCount);
 // Latency histogram of application reads: bucket i holds reads of [2^i, 2^(i+1)) ns.
 inline constexpr int kLatencyBuckets = 40;
 
+// How one quantity spreads over the ranks of the job: a hot spot shows as a max far above the
+// median, on rank max_rank.
+struct Spread {
+  std::uint64_t max = 0;
+  std::uint64_t median = 0;
+  std::uint64_t total = 0;
+  int max_rank = 0;
+};
+Spread spread_of(std::span<const std::uint64_t> per_rank);
+
+// The per-rank distributions of the load (the stats JSON's "skew"): bytes other ranks copied out
+// of each rank's memory, directory operations each rank's shard received, the transfers from
+// other nodes each rank made, and the time each rank waited for another's load.
+struct Skew {
+  Spread bytes_served;
+  Spread directory_ops_received;
+  Spread remote_fetches;
+  Spread wait_ns;
+};
+
 struct StatsSnapshot {
   std::array<std::uint64_t, kCounterCount> counters{};
   std::array<std::uint64_t, kLatencyBuckets> latency{};
   std::uint64_t latency_sum_ns = 0;
   std::uint64_t latency_max_ns = 0;
   int ranks = 1;
+  std::optional<Skew> skew;  // set on rank 0 of a job's totals
 
   std::uint64_t get(Counter c) const noexcept { return counters[static_cast<int>(c)]; }
   void add(const StatsSnapshot& other) noexcept;

@@ -19,6 +19,13 @@ struct Topology {
     for (int v : node_of) n = v + 1 > n ? v + 1 : n;
     return n;
   }
+  // The lowest rank of `node` (its leader), or -1.
+  int leader_of(int node) const noexcept {
+    for (int r = 0; r < static_cast<int>(node_of.size()); ++r) {
+      if (node_of[static_cast<std::size_t>(r)] == node) return r;
+    }
+    return -1;
+  }
   int ranks_on_node(int node) const noexcept {
     int n = 0;
     for (int v : node_of) n += v == node ? 1 : 0;

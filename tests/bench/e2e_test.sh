@@ -65,7 +65,7 @@ assert l["io"] == "larder" and l["pfs_bytes_source"] == "larder pfs.bytes_read",
 assert l["app_bytes_per_epoch"] == [total] * 3, l
 assert l["pfs_bytes_per_epoch"] == [total, 0, 0], l  # the PFS is read once per job
 c = l["counters_per_epoch"]
-assert c[0]["misses"] > 0 and all(e["hits.self"] + e["hits.node"] > 0 for e in c[1:]), c
+assert c[0]["pfs.read_ops"] > 0 and all(e["hits.self"] + e["hits.node"] > 0 for e in c[1:]), c
 print("summary ok; PFS bytes per epoch through Larder:", l["pfs_bytes_per_epoch"])
 EOF
 

@@ -100,27 +100,23 @@ nlohmann::json TransportTest::read_rank0_file_in_pieces(std::uint64_t nchunks, i
   return finalize();
 }
 
-TEST_F(TransportTest, SmallPiecesOfARemoteChunkCostTwoGetsPerChunk) {
-  // The first 4 KiB piece of a remote chunk is fetched alone; the second fetches the whole chunk
-  // into a private copy, which serves the rest.
+TEST_F(TransportTest, SmallPiecesOfARemoteChunkCostOneCopyPerNode) {
+  // The first 4 KiB piece of a remote chunk copies the whole chunk into the reader's node (its
+  // arena: the node's copy); the other pieces are read from there. Chunk 0 is copied when the
+  // reader opens the file (it is looked up with the path), so its first piece is already local;
+  // rank 0's open loaded chunk 0 ahead of its read the same way.
   const std::uint64_t nchunks = 5;
   const std::uint64_t pieces_per_chunk = chunk_size / 4096;
   const auto stats = read_rank0_file_in_pieces(nchunks, 23);
   const std::uint64_t readers = static_cast<std::uint64_t>(size() - 1);
-  EXPECT_EQ(stats["transport"]["chunk_copies"], nchunks * readers);
-  EXPECT_EQ(stats["transport"]["gets"], 2 * nchunks * readers);
-  EXPECT_EQ(stats["hits"]["remote_copy"], (pieces_per_chunk - 2) * nchunks * readers);
-  EXPECT_EQ(stats["hits"]["remote"], pieces_per_chunk * nchunks * readers);
+  EXPECT_EQ(stats["node"]["copies"], nchunks * readers);
+  EXPECT_EQ(stats["transport"]["gets"], nchunks * readers);
+  EXPECT_EQ(stats["transport"]["bytes"], nchunks * readers * chunk_size);
+  EXPECT_EQ(stats["hits"]["remote"], (nchunks - 1) * readers);
+  EXPECT_EQ(stats["hits"]["self"].get<std::uint64_t>(),
+            pieces_per_chunk * nchunks * readers - (nchunks - 1) * readers + 1);
+  EXPECT_EQ(stats["prefetches"], 1);
   EXPECT_EQ(stats["fallbacks"], 0);
-}
-
-TEST_F(TransportTest, WithoutRemoteCopiesEveryPieceIsAGet) {
-  set_env("LARDER_REMOTE_COPIES", "0");
-  const std::uint64_t nchunks = 2;
-  const auto stats = read_rank0_file_in_pieces(nchunks, 24);
-  const std::uint64_t readers = static_cast<std::uint64_t>(size() - 1);
-  EXPECT_EQ(stats["transport"]["chunk_copies"], 0);
-  EXPECT_EQ(stats["transport"]["gets"], nchunks * (chunk_size / 4096) * readers);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ TEST(LocalDirectoryTest, WaitReturnsWhenAnotherThreadPublishes) {
   LocalDirectory d(16);
   ASSERT_TRUE(d.acquire(kA).ok());
   std::thread loader([&] { ASSERT_TRUE(d.publish(kA, Payload{}).ok()); });
-  auto c = d.wait(kA, std::chrono::hours(1));
+  auto c = d.wait(kA, Claim{Claim::Outcome::kLoading}, std::chrono::hours(1));
   loader.join();
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->outcome, Claim::Outcome::kReady);
@@ -63,7 +63,7 @@ TEST(LocalDirectoryTest, WaitReturnsWhenAnotherThreadPublishes) {
 TEST(LocalDirectoryTest, WaitTimesOutWhenNobodyPublishes) {
   LocalDirectory d(16);
   ASSERT_TRUE(d.acquire(kA).ok());
-  auto c = d.wait(kA, std::chrono::milliseconds(1));
+  auto c = d.wait(kA, Claim{Claim::Outcome::kLoading}, std::chrono::milliseconds(1));
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), Errc::kTimeout);
 }

@@ -1,0 +1,107 @@
+#include "mpi_transport/mpi_messenger.hpp"
+
+#include <cerrno>
+
+#include "mpi_transport/mpi_status.hpp"
+#include "runtime/common/log.hpp"
+
+namespace larder::mpi {
+
+Result<std::unique_ptr<MpiMessenger>> MpiMessenger::create(MPI_Comm parent) {
+  auto comm = Comm::dup(parent);
+  if (!comm.ok()) return comm.status();
+  MPI_Comm_set_errhandler(comm->get(), MPI_ERRORS_RETURN);
+  return std::unique_ptr<MpiMessenger>(new MpiMessenger(std::move(*comm)));
+}
+
+MpiMessenger::~MpiMessenger() = default;
+
+void MpiMessenger::on(Channel channel, Handler handler) {
+  handlers_[static_cast<std::size_t>(channel)] = std::move(handler);
+}
+
+Status MpiMessenger::send(int to, Channel channel, std::span<const std::byte> body) {
+  if (body.size() > kMaxMessage) {
+    return Status(Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage");
+  }
+  std::lock_guard lock(send_mu_);
+  Pending& p = pending_.emplace_back();
+  p.body.assign(body.begin(), body.end());
+  const Status s = from_mpi(MPI_Isend(p.body.data(), static_cast<int>(p.body.size()), MPI_BYTE, to,
+                                      static_cast<int>(channel), comm_.get(), &p.request),
+                            "MPI_Isend");
+  if (!s.ok()) pending_.pop_back();
+  return s;
+}
+
+bool MpiMessenger::complete_sends() {
+  std::lock_guard lock(send_mu_);
+  bool any = false;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    int done = 0;
+    if (MPI_Test(&it->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done != 0) {
+      it = pending_.erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
+  }
+  return any;
+}
+
+bool MpiMessenger::poll() {
+  std::unique_lock lock(poll_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;  // another thread is receiving
+  bool worked = false;
+  std::byte buf[kMaxMessage];
+  for (;;) {
+    int flag = 0;
+    MPI_Message message = MPI_MESSAGE_NULL;
+    MPI_Status status;
+    if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_.get(), &flag, &message, &status) !=
+            MPI_SUCCESS ||
+        flag == 0) {
+      break;
+    }
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    if (count < 0 || static_cast<std::size_t>(count) > sizeof buf) {
+      LARDER_LOG_LIMITED(kWarn, "dropped a message of {} bytes from rank {}", count,
+                         status.MPI_SOURCE);
+      std::vector<std::byte> big(static_cast<std::size_t>(count > 0 ? count : 0));
+      MPI_Mrecv(big.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE);
+      continue;
+    }
+    if (MPI_Mrecv(buf, count, MPI_BYTE, &message, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+    worked = true;
+    const int tag = status.MPI_TAG;
+    if (tag <= 0 || tag >= kChannelCount || !handlers_[static_cast<std::size_t>(tag)]) continue;
+    try {
+      handlers_[static_cast<std::size_t>(tag)](
+          status.MPI_SOURCE, std::span<const std::byte>(buf, static_cast<std::size_t>(count)));
+    } catch (...) {
+      LARDER_LOG_LIMITED(kError, "a message handler failed (channel {})", tag);
+    }
+  }
+  return complete_sends() || worked;
+}
+
+Status MpiMessenger::close() {
+  {
+    std::lock_guard lock(send_mu_);
+    for (Pending& p : pending_) {
+      // Eager-sized messages complete locally; a send to a rank that never receives it is
+      // cancelled rather than waited for.
+      int done = 0;
+      MPI_Test(&p.request, &done, MPI_STATUS_IGNORE);
+      if (done == 0) {
+        MPI_Cancel(&p.request);
+        MPI_Request_free(&p.request);
+      }
+    }
+    pending_.clear();
+  }
+  return comm_.close();
+}
+
+}  // namespace larder::mpi

@@ -1,0 +1,57 @@
+// MpiMessenger: the Messenger over MPI point-to-point on a private duplicate communicator.
+//
+// Sends are MPI_Isend of a private copy of the message; their requests are completed by poll().
+// poll() (the progress thread, every pass) receives every message that has arrived (MPI_Improbe,
+// MPI_Mrecv) and runs its channel's handler. No receive is ever posted in advance, so a
+// communicator with nothing to receive costs one MPI_Improbe per pass.
+#ifndef LARDER_MPI_TRANSPORT_MPI_MESSENGER_HPP_
+#define LARDER_MPI_TRANSPORT_MPI_MESSENGER_HPP_
+
+#include <mpi.h>
+
+#include <array>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "mpi_transport/comm.hpp"
+#include "runtime/transport/messenger.hpp"
+
+namespace larder::mpi {
+
+class MpiMessenger final : public Messenger {
+ public:
+  // Collective over `parent` (dups it).
+  static Result<std::unique_ptr<MpiMessenger>> create(MPI_Comm parent);
+  ~MpiMessenger() override;
+
+  void on(Channel channel, Handler handler) override;
+  Status send(int to, Channel channel, std::span<const std::byte> body) override;
+
+  // Receives and handles what has arrived, completes finished sends. True when it did work.
+  // Thread-safe (one caller at a time does the receiving).
+  bool poll();
+  // Collective: waits for this rank's sends, frees the communicator.
+  Status close();
+  // Gives the communicator up without freeing it (see MpiJob::close).
+  void leak() noexcept { comm_.leak(); }
+
+ private:
+  explicit MpiMessenger(Comm comm) : comm_(std::move(comm)) {}
+  struct Pending {
+    MPI_Request request = MPI_REQUEST_NULL;
+    std::vector<std::byte> body;
+  };
+  bool complete_sends();
+
+  Comm comm_;
+  std::array<Handler, kChannelCount> handlers_;  // set before start, then read-only
+  std::mutex poll_mu_;                           // one receiver at a time
+  std::mutex send_mu_;
+  std::list<Pending> pending_;  // guarded by send_mu_
+};
+
+}  // namespace larder::mpi
+
+#endif  // LARDER_MPI_TRANSPORT_MPI_MESSENGER_HPP_

@@ -1,0 +1,117 @@
+// Node copies and fan-out (cache.hpp, fanout.hpp): a chunk held on another node is copied once
+// into the arena of the rank that resolves it for its node, from the nearest holder of the
+// chunk's fan-out tree; the copy is then a holder itself for the positions below it.
+#include <thread>
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/cache/cache_resolve.hpp"
+#include "runtime/cache/fanout.hpp"
+#include "runtime/common/log.hpp"
+
+namespace larder {
+namespace {
+
+// A holder with a ticket that has not claimed its entry yet is about to (its next round trip):
+// this many short pauses before the reader asks the next holder up instead.
+constexpr int kAbsentRetries = 6;
+
+}  // namespace
+
+Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecord& into) {
+  if (transport_ == nullptr || closing()) {
+    return Status(Errc::kUnavailable, 0, "no transport to copy from another node");
+  }
+  Arena* arena = tiers_.get(into.tier);
+  if (arena == nullptr || into.offset + into.length > arena->capacity()) {
+    return Status(Errc::kInternal, EINVAL, "copy destination outside the arena");
+  }
+  std::span<std::byte> dst(arena->data() + into.offset, into.length);
+  stats_.add(Counter::transport_gets);
+  if (Status s = transport_->get(source.owner, source.tier, source.offset, dst); !s.ok()) {
+    stats_.add(Counter::transport_errors);
+    LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
+                       dst.size(), source.owner, s.to_string());
+    return s;
+  }
+  stats_.add(Counter::transport_bytes, dst.size());
+  if (load_ != nullptr) load_->fetched(source.owner, dst.size());
+  return into;
+}
+
+Result<ChunkRecord> Cache::holder_source(const Key& key, const ChunkRecord& origin,
+                                         std::uint64_t position, const Result<Claim>& parent) {
+  bool first = true;
+  for (const std::uint64_t q : fanout::ancestors(position, config_.fanout)) {
+    if (q == fanout::kOrigin || q == origin.position) return origin;
+    const Key hkey = holder_key(key, q);
+    Result<Claim> r = parent;
+    if (!first) {
+      stats_.add(Counter::directory_ops);
+      r = directory_.acquire(hkey, kLookOnly);
+    }
+    first = false;
+    auto pause = std::chrono::microseconds(100);
+    for (int tries = 0; r.ok() && r->outcome == Claim::Outcome::kAbsent && tries < kAbsentRetries;
+         ++tries) {
+      std::this_thread::sleep_for(pause);
+      pause *= 2;
+      stats_.add(Counter::directory_ops);
+      r = directory_.acquire(hkey, kLookOnly);
+    }
+    if (r.ok() && r->outcome == Claim::Outcome::kLoading) {
+      stats_.add(Counter::waits);
+      r = directory_.wait(hkey, *r, config_.wait_timeout);
+    }
+    if (r.ok() && r->outcome == Claim::Outcome::kReady) return unpack<ChunkRecord>(r->payload);
+    // Failed, missing or too slow: the next holder up.
+  }
+  return origin;
+}
+
+Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload,
+                                      std::uint64_t ticket) {
+  const auto origin = unpack<ChunkRecord>(payload);
+  if (node_ == nullptr || transport_ == nullptr || origin.owner < 0 || on_this_node(origin.owner) ||
+      closing()) {
+    return payload;
+  }
+  // Claim this node's place in the chunk's tree and look up the parent's, in one round trip.
+  const std::uint64_t parent = fanout::parent(ticket, config_.fanout);
+  const bool ask_parent = parent != fanout::kOrigin && parent != origin.position;
+  const Lookup lookups[2] = {{holder_key(key, ticket), kClaimIt},
+                             {holder_key(key, ask_parent ? parent : 0), kLookOnly}};
+  Result<Claim> claims[2] = {Status(Errc::kInternal, 0, ""), Status(Errc::kInternal, 0, "")};
+  const std::size_t n = ask_parent ? 2 : 1;
+  directory_.acquire_many(std::span(lookups, n), std::span(claims, n));
+  stats_.add(Counter::directory_ops, n);
+  const bool holder = claims[0].ok() && claims[0]->outcome == Claim::Outcome::kClaimed;
+  auto give_up = [&]() -> Result<Payload> {
+    if (holder) (void)directory_.abandon(lookups[0].key);  // readers below ask further up
+    return payload;  // the origin's copy, read piece by piece over the network
+  };
+  auto place = tiers_.allocate(origin.length);
+  if (!place.ok()) return give_up();
+  ChunkRecord copy;
+  copy.owner = topology_.rank;
+  copy.tier = place->tier;
+  copy.offset = place->offset;
+  copy.length = origin.length;
+  copy.position = ticket;
+  auto source = holder_source(key, origin, ticket, claims[1]);
+  if (!source.ok() || source->length != origin.length) source = origin;
+  if (!copy_from(*source, copy).ok() &&
+      (source->owner == origin.owner || !copy_from(origin, copy).ok())) {
+    return give_up();
+  }
+  stats_.add(Counter::node_copies);
+  stats_.add(Counter::node_copy_bytes, copy.length);
+  const Payload local = pack(copy);
+  if (holder && !closing()) {
+    if (Status s = directory_.publish(lookups[0].key, local); !s.ok()) {
+      LARDER_LOG_LIMITED(kWarn, "cannot publish a chunk copy: {}", s.to_string());
+    }
+  }
+  return local;
+}
+
+}  // namespace larder

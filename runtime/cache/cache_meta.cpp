@@ -1,0 +1,301 @@
+// The Cache's metadata: the stat() answers of paths, and directory listings (cache.hpp).
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/cache/cache_resolve.hpp"
+#include "runtime/common/log.hpp"
+#include "runtime/path/path.hpp"
+
+namespace larder {
+namespace {
+
+// Errors that are answers about the path (cached like a successful stat); anything else (EIO,
+// ENOMEM...) says nothing lasting and is not cached.
+bool is_lasting_error(int err) noexcept {
+  return err == ENOENT || err == ENOTDIR || err == EACCES || err == ELOOP || err == ENAMETOOLONG ||
+         err == EPERM;
+}
+
+Result<Payload> as_is(const Payload& p) {
+  return p;
+}
+
+}  // namespace
+
+Result<PathRecord> Cache::lookup(const std::string& path) {
+  return lookup_key(path, path_key(KeyKind::kPath, path), false);
+}
+
+Result<PathRecord> Cache::lookup_link(const std::string& path) {
+  auto followed = lookup(path);
+  if (followed.ok() && followed->error == 0 && followed->file == file_id_of(path)) return followed;
+  return lookup_key(path, path_key(KeyKind::kLinkPath, path), true);
+}
+
+Cache::Loaded Cache::load_path(const std::string& path, bool link) {
+  stats_.add(Counter::meta_misses);
+  PathRecord record;
+  int error = 0;
+  if (link) {
+    auto meta = pfs_.lstat(path);
+    if (meta.ok()) {
+      record.meta = *meta;
+      record.file = file_id_of(path);
+      record.flags = PathRecord::kManaged;  // the link itself lies where it is written
+    } else if (meta.status().code() == Errc::kUnavailable) {
+      Loaded l;
+      l.answer.kind = Answer::Kind::kError;
+      l.answer.error = meta.status();
+      return l;
+    } else {
+      error = meta.status().native_code();
+    }
+  } else {
+    auto resolved = pfs_.resolve(path);
+    if (resolved.ok()) {
+      record.meta = resolved->meta;
+      record.file = file_id_of(resolved->canonical);
+      const bool managed =
+          config_.prefixes.empty() || config_.lexically_managed(resolved->canonical);
+      record.flags = managed ? PathRecord::kManaged : 0;
+    } else {
+      error = resolved.status().native_code();
+    }
+  }
+  Loaded l;
+  l.answer.payload = pack(record);
+  if (error != 0) {
+    record.error = error;
+    l.answer.payload = pack(record);
+    if (!is_lasting_error(error)) {
+      l.answer.kind = Answer::Kind::kTransient;  // an answer for this call only
+      return l;
+    }
+  }
+  l.publish = true;
+  return l;
+}
+
+Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bool link) {
+  Answer a = resolve(
+      key, kClaimIt, [&](std::uint64_t) { return load_path(path, link); },
+      [](const Payload& p, std::uint64_t) { return as_is(p); });
+  if (a.kind == Answer::Kind::kDirect) {
+    // The cache cannot answer (directory full, finalize under way): ask the PFS for this rank.
+    Loaded l = load_path(path, link);
+    a = l.answer;
+    if (l.publish && !closing()) memo_put(key, a.payload);
+    if (l.publish) a.kind = Answer::Kind::kCached;
+  }
+  switch (a.kind) {
+    case Answer::Kind::kCached:
+      if (!a.fresh) stats_.add(Counter::meta_hits);
+      [[fallthrough]];
+    case Answer::Kind::kTransient:
+      return unpack<PathRecord>(a.payload);
+    case Answer::Kind::kError:
+      return a.error;
+    case Answer::Kind::kDirect:
+      break;
+  }
+  return Status(Errc::kUnavailable, 0, "the cache cannot answer for " + path);
+}
+
+Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
+  const Key pkey = path_key(KeyKind::kPath, path);
+  Payload payload;
+  if (node_ == nullptr || closing() || memo_find(pkey, &payload)) return lookup(path);
+  const NodeTable::Found np = node_->acquire(pkey, config_.wait_timeout);
+  if (np.outcome == NodeTable::Found::Outcome::kReady) {
+    stats_.add(Counter::node_answers);
+    stats_.add(Counter::meta_hits);
+    memo_put(pkey, np.payload);
+    return unpack<PathRecord>(np.payload);
+  }
+  if (np.outcome != NodeTable::Found::Outcome::kClaimed) return lookup(path);
+  // This rank resolves the path for its node. Chunk 0 of the file it names (when the path is
+  // the canonical name, the usual case) lives on the same home rank: one round trip for both.
+  const FileId guess = file_id_of(path);
+  const Key ckey = chunk_key(guess, 0);
+  const NodeTable::Found nc = node_->acquire(ckey, std::chrono::milliseconds(0));
+  const bool both = nc.outcome == NodeTable::Found::Outcome::kClaimed;
+  const Lookup lookups[2] = {{pkey, kClaimIt}, {ckey, kClaimIt | kTicket}};
+  Result<Claim> claims[2] = {Status(Errc::kInternal, 0, ""), Status(Errc::kInternal, 0, "")};
+  directory_.acquire_many(std::span(lookups, both ? 2 : 1), std::span(claims, both ? 2 : 1));
+  stats_.add(Counter::directory_ops, both ? 2 : 1);
+  Answer a = finish_claim(
+      pkey, claims[0], [&](std::uint64_t) { return load_path(path, false); },
+      [](const Payload& p, std::uint64_t) { return as_is(p); }, nullptr);
+  if (a.kind == Answer::Kind::kCached) {
+    node_->publish(np.slot, a.payload);
+  } else {
+    node_->fail(np.slot);
+  }
+  if (both) {
+    const PathRecord rec = unpack<PathRecord>(a.payload);
+    const bool file = a.kind == Answer::Kind::kCached && rec.error == 0 && rec.meta.is_regular() &&
+                      rec.meta.size > 0 && rec.file == guess;
+    if (!file) {
+      // Not the file the guess named (a symlink, a directory, a missing path): let it go.
+      if (claims[1].ok() && claims[1]->outcome == Claim::Outcome::kClaimed) {
+        (void)directory_.abandon(ckey);
+      }
+      node_->fail(nc.slot);
+    } else {
+      const CachedFile f{path, rec.file, rec.meta.size};
+      ChunkRecord direct;
+      direct.owner = -1;
+      const Payload read_pfs = pack(direct);
+      const Answer c = finish_claim(
+          ckey, claims[1], [&](std::uint64_t ticket) { return load_chunk(f, 0, ticket, true); },
+          [&](const Payload& p, std::uint64_t ticket) { return localize_chunk(ckey, p, ticket); },
+          &read_pfs);
+      if (c.kind == Answer::Kind::kCached) {
+        node_->publish(nc.slot, c.payload);
+      } else {
+        node_->fail(nc.slot);
+      }
+    }
+  }
+  if (a.kind == Answer::Kind::kCached || a.kind == Answer::Kind::kTransient) {
+    return unpack<PathRecord>(a.payload);
+  }
+  return lookup(path);
+}
+
+// ---- listings --------------------------------------------------------------------------------
+
+Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
+  {
+    std::shared_lock lock(memo_mu_);
+    if (auto it = listings_.find(path); it != listings_.end()) {
+      stats_.add(Counter::meta_hits);
+      return it->second;
+    }
+  }
+  const Key key = path_key(KeyKind::kListing, path);
+  const Answer a = resolve(
+      key, kClaimIt, [&](std::uint64_t) { return load_listing(path); },
+      [&](const Payload& p, std::uint64_t) { return localize_listing(p); });
+  switch (a.kind) {
+    case Answer::Kind::kCached:
+      return fetch_listing(path, unpack<ListingRecord>(a.payload));
+    case Answer::Kind::kTransient: {
+      auto listing = std::make_shared<Listing>();
+      listing->error = unpack<ListingRecord>(a.payload).error;
+      return std::shared_ptr<const Listing>(std::move(listing));
+    }
+    case Answer::Kind::kDirect:
+    case Answer::Kind::kError:
+      break;
+  }
+  return list_direct(path);
+}
+
+std::shared_ptr<const Listing> Cache::remember_listing(const std::string& path,
+                                                       std::shared_ptr<const Listing> listing) {
+  std::unique_lock lock(memo_mu_);
+  return listings_.try_emplace(path, std::move(listing)).first->second;
+}
+
+std::shared_ptr<const Listing> Cache::fetch_listing(const std::string& path,
+                                                    const ListingRecord& rec) {
+  stats_.add(Counter::meta_hits);
+  auto listing = std::make_shared<Listing>();
+  if (rec.error != 0) {
+    listing->error = rec.error;
+    return remember_listing(path, std::move(listing));
+  }
+  std::vector<std::byte> blob(rec.length);
+  ChunkRecord where;
+  where.owner = rec.owner;
+  where.tier = rec.tier;
+  where.offset = rec.offset;
+  where.length = rec.length;
+  if (!copy_out(where, 0, blob, false) || !listing->adopt(std::move(blob)) ||
+      listing->count != rec.count) {
+    LARDER_LOG_LIMITED(kWarn, "cannot fetch the cached listing of {}; listing it directly", path);
+    return list_direct(path);
+  }
+  return remember_listing(path, std::move(listing));
+}
+
+Cache::Loaded Cache::load_listing(const std::string& path) {
+  stats_.add(Counter::meta_misses);
+  Loaded l;
+  auto raw = pfs_.list(path);
+  ListingRecord rec;
+  if (!raw.ok()) {
+    rec.error = raw.status().native_code() != 0 ? raw.status().native_code() : EIO;
+    l.answer.payload = pack(rec);
+    if (!is_lasting_error(rec.error)) {
+      l.answer.kind = Answer::Kind::kTransient;  // an answer for this call only
+      return l;
+    }
+    l.publish = true;
+    return l;
+  }
+  Listing listing;
+  if (!listing.adopt(std::move(*raw))) {
+    rec.error = EIO;
+    l.answer.kind = Answer::Kind::kTransient;
+    l.answer.payload = pack(rec);
+    return l;
+  }
+  auto place = tiers_.allocate(listing.records.size());
+  if (!place.ok()) return l;  // no room: everyone lists it directly
+  Arena* arena = tiers_.get(place->tier);
+  if (!listing.records.empty()) {
+    std::memcpy(arena->data() + place->offset, listing.records.data(), listing.records.size());
+  }
+  rec.owner = topology_.rank;
+  rec.tier = place->tier;
+  rec.offset = place->offset;
+  rec.length = listing.records.size();
+  rec.count = listing.count;
+  l.publish = true;
+  l.answer.payload = pack(rec);
+  return l;
+}
+
+Result<Payload> Cache::localize_listing(const Payload& payload) {
+  const auto rec = unpack<ListingRecord>(payload);
+  if (rec.error != 0 || rec.length == 0 || on_this_node(rec.owner) || node_ == nullptr ||
+      transport_ == nullptr) {
+    return payload;
+  }
+  // Another node's listing: a copy in this rank's arena serves the whole node.
+  ChunkRecord source;
+  source.owner = rec.owner;
+  source.tier = rec.tier;
+  source.offset = rec.offset;
+  source.length = rec.length;
+  auto place = tiers_.allocate(rec.length);
+  if (!place.ok()) return payload;
+  ChunkRecord copy;
+  copy.owner = topology_.rank;
+  copy.tier = place->tier;
+  copy.offset = place->offset;
+  copy.length = rec.length;
+  if (!copy_from(source, copy).ok()) return payload;
+  ListingRecord local = rec;
+  local.owner = copy.owner;
+  local.tier = copy.tier;
+  local.offset = copy.offset;
+  return pack(local);
+}
+
+std::shared_ptr<const Listing> Cache::list_direct(const std::string& path) {
+  auto listing = std::make_shared<Listing>();
+  auto raw = pfs_.list(path);
+  if (!raw.ok()) {
+    listing->error = raw.status().native_code() != 0 ? raw.status().native_code() : EIO;
+    return listing;
+  }
+  if (!listing->adopt(std::move(*raw))) listing->error = EIO;
+  return listing;
+}
+
+}  // namespace larder

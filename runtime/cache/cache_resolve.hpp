@@ -1,0 +1,119 @@
+// The three levels every answer of the Cache goes through (cache.hpp): this rank's memo, the
+// node table, the job's directory. Private to runtime/cache (included by its .cpp files only).
+//
+//   load(ticket)        -> Loaded       the caller claimed the entry: load it (PFS) and say what
+//                                       to publish (the directory's form of the payload)
+//   localize(p, ticket) -> Result<Payload>  a READY payload made usable on this node (a chunk
+//                                       held on another node is copied here first)
+//   failed_as                           when not null, what a FAILED entry means, remembered like
+//                                       any answer (a chunk: "read it from the PFS"), so a FAILED
+//                                       entry costs each node one lookup, not one per read
+#ifndef LARDER_RUNTIME_CACHE_CACHE_RESOLVE_HPP_
+#define LARDER_RUNTIME_CACHE_CACHE_RESOLVE_HPP_
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/common/log.hpp"
+
+namespace larder {
+
+template <class Load, class Localize>
+Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& load,
+                                  Localize&& localize, const Payload* failed_as) {
+  if (!claim.ok()) {
+    LARDER_LOG_LIMITED(kDebug, "directory cannot answer: {}", claim.status().to_string());
+    return Answer{};
+  }
+  if (claim->outcome == Claim::Outcome::kLoading) {
+    stats_.add(Counter::waits);
+    const auto start = std::chrono::steady_clock::now();
+    claim = directory_.wait(key, *claim, config_.wait_timeout);
+    stats_.add(Counter::wait_ns,
+               static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::steady_clock::now() - start)
+                                              .count()));
+    if (!claim.ok()) {
+      LARDER_LOG_LIMITED(kWarn, "waiting for another rank's load failed: {}",
+                         claim.status().to_string());
+      return Answer{};
+    }
+  }
+  switch (claim->outcome) {
+    case Claim::Outcome::kReady: {
+      auto local = localize(claim->payload, claim->ticket);
+      if (!local.ok()) return Answer{};
+      memo_put(key, *local);
+      Answer a{Answer::Kind::kCached, *local};
+      a.copied = *local != claim->payload;
+      return a;
+    }
+    case Claim::Outcome::kClaimed: {
+      Loaded loaded = load(claim->ticket);
+      if (!loaded.publish) {
+        (void)directory_.abandon(key);
+        return loaded.answer;
+      }
+      if (closing()) {
+        // Finalize has begun: no MPI call. Waiters time out to the PFS.
+      } else if (Status s = directory_.publish(key, loaded.answer.payload); !s.ok()) {
+        LARDER_LOG_LIMITED(kWarn, "cannot publish an entry: {}", s.to_string());
+      }
+      memo_put(key, loaded.answer.payload);
+      loaded.answer.kind = Answer::Kind::kCached;
+      loaded.answer.fresh = true;
+      return loaded.answer;
+    }
+    case Claim::Outcome::kFailed:
+      if (failed_as != nullptr) {
+        memo_put(key, *failed_as);
+        return Answer{Answer::Kind::kCached, *failed_as};
+      }
+      break;
+    case Claim::Outcome::kLoading:
+    case Claim::Outcome::kAbsent:
+      break;
+  }
+  return Answer{};
+}
+
+template <class Load, class Localize>
+Cache::Answer Cache::resolve_global(const Key& key, unsigned flags, Load&& load,
+                                    Localize&& localize, const Payload* failed_as) {
+  if (closing()) return Answer{};
+  stats_.add(Counter::directory_ops);
+  return finish_claim(key, directory_.acquire(key, flags), load, localize, failed_as);
+}
+
+template <class Load, class Localize>
+Cache::Answer Cache::resolve(const Key& key, unsigned flags, Load&& load, Localize&& localize,
+                             const Payload* failed_as) {
+  Payload payload;
+  if (memo_find(key, &payload)) return Answer{Answer::Kind::kCached, payload};
+  if (closing()) return Answer{};
+  if (node_ != nullptr) {
+    const NodeTable::Found found = node_->acquire(key, config_.wait_timeout);
+    switch (found.outcome) {
+      case NodeTable::Found::Outcome::kReady:
+        stats_.add(Counter::node_answers);
+        memo_put(key, found.payload);
+        return Answer{Answer::Kind::kCached, found.payload};
+      case NodeTable::Found::Outcome::kClaimed: {
+        Answer a = resolve_global(key, flags, load, localize, failed_as);
+        if (a.kind == Answer::Kind::kCached) {
+          node_->publish(found.slot, a.payload);
+        } else {
+          node_->fail(found.slot);  // the node's other ranks resolve it themselves
+        }
+        return a;
+      }
+      case NodeTable::Found::Outcome::kFailed:
+      case NodeTable::Found::Outcome::kTimeout:
+      case NodeTable::Found::Outcome::kFull:
+        break;
+    }
+  }
+  return resolve_global(key, flags, load, localize, failed_as);
+}
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_CACHE_CACHE_RESOLVE_HPP_

@@ -1,0 +1,210 @@
+#include "runtime/node/node_table.hpp"
+
+#include <linux/futex.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "runtime/common/sys.hpp"
+#include "runtime/common/unique_fd.hpp"
+
+namespace larder {
+
+// One entry: 192 bytes (three cache lines). The file starts zeroed: every entry empty.
+struct NodeTable::Entry {
+  std::atomic<std::uint64_t> word;   // 0 empty; claimed by compare-and-swap
+  std::uint64_t check;               // written before the state leaves kClaiming
+  std::atomic<std::uint32_t> state;  // the futex word (below)
+  std::int32_t resolver;             // pid of the resolving process
+  std::int64_t resolved_ns;          // when the answer was published
+  std::atomic<std::uint32_t> generation;
+  std::uint32_t reserved[9];
+  Payload payload;
+};
+static_assert(sizeof(std::atomic<std::uint64_t>) == 8 && sizeof(std::atomic<std::uint32_t>) == 4);
+
+namespace {
+
+constexpr std::uint32_t kClaiming = 0;  // the word is set, the rest not yet
+constexpr std::uint32_t kResolving = 1;
+constexpr std::uint32_t kReady = 2;
+constexpr std::uint32_t kFailed = 3;
+constexpr auto kSlice = std::chrono::milliseconds(100);
+
+std::int64_t monotonic_ns() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// Shared (not private) futex operations: the waiters are in other processes of the node.
+void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
+                std::chrono::milliseconds timeout) noexcept {
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(timeout);
+  const timespec ts{static_cast<time_t>(secs.count()),
+                    static_cast<long>((timeout - secs).count() * 1'000'000)};
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr,
+            0);
+}
+
+void futex_wake_all(std::atomic<std::uint32_t>* word) noexcept {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr,
+            nullptr, 0);
+}
+
+bool process_gone(std::int32_t pid) noexcept {
+  return pid > 0 && ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+std::size_t NodeTable::bytes_for(std::uint32_t entries) noexcept {
+  return static_cast<std::size_t>(entries) * sizeof(Entry);
+}
+
+NodeTable::NodeTable(std::string path, Entry* entries, std::uint32_t count, std::size_t bytes)
+    : path_(std::move(path)), table_(entries), entries_(count), bytes_(bytes) {}
+
+NodeTable::~NodeTable() {
+  if (table_ != nullptr) sys::munmap(table_, bytes_);
+}
+
+Result<std::unique_ptr<NodeTable>> NodeTable::create(const std::string& path,
+                                                     std::uint32_t entries) {
+  if (entries == 0) return invalid_argument("a node table needs at least one entry");
+  UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return from_errno(errno, "cannot create node table " + path);
+  const std::size_t bytes = bytes_for(entries);
+  // Backed now: a full /dev/shm fails here, never as SIGBUS on a store later.
+  if (sys::fallocate(fd.get(), 0, 0, static_cast<off_t>(bytes)) != 0) {
+    const int err = errno;
+    sys::unlink(path.c_str());
+    return from_errno(err, "cannot allocate node table " + path);
+  }
+  void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    sys::unlink(path.c_str());
+    return from_errno(err, "cannot map node table " + path);
+  }
+  return std::unique_ptr<NodeTable>(new NodeTable(path, static_cast<Entry*>(p), entries, bytes));
+}
+
+Result<std::unique_ptr<NodeTable>> NodeTable::attach(const std::string& path) {
+  UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return from_errno(errno, "cannot open node table " + path);
+  struct stat st {};
+  if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat " + path);
+  const auto bytes = static_cast<std::size_t>(st.st_size);
+  if (bytes == 0 || bytes % sizeof(Entry) != 0) {
+    return Status(Errc::kInvalidArgument, EINVAL, "node table " + path + " has a bad size");
+  }
+  void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+  if (p == MAP_FAILED) return from_errno(errno, "cannot map node table " + path);
+  return std::unique_ptr<NodeTable>(new NodeTable(
+      path, static_cast<Entry*>(p), static_cast<std::uint32_t>(bytes / sizeof(Entry)), bytes));
+}
+
+NodeTable::Found NodeTable::find(const Key& key) const {
+  const std::uint32_t start = static_cast<std::uint32_t>(key.check % entries_);
+  for (int probe = 0; probe < kMaxProbe; ++probe) {
+    Entry& e = table_[(start + static_cast<std::uint32_t>(probe)) % entries_];
+    const std::uint64_t w = e.word.load(std::memory_order_acquire);
+    if (w == 0) break;
+    if (w != key.word) continue;
+    std::uint32_t st = e.state.load(std::memory_order_acquire);
+    if (st == kClaiming) break;
+    if (e.check != key.check) continue;
+    if (st != kReady) break;
+    Found f;
+    f.outcome = Found::Outcome::kReady;
+    f.payload = e.payload;
+    f.resolved_ns = e.resolved_ns;
+    return f;
+  }
+  return Found{};
+}
+
+NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const std::uint32_t start = static_cast<std::uint32_t>(key.check % entries_);
+  for (int probe = 0; probe < kMaxProbe; ++probe) {
+    const std::uint32_t slot = (start + static_cast<std::uint32_t>(probe)) % entries_;
+    Entry& e = table_[slot];
+    std::uint64_t w = e.word.load(std::memory_order_acquire);
+    if (w == 0) {
+      std::uint64_t expected = 0;
+      if (e.word.compare_exchange_strong(expected, key.word, std::memory_order_acq_rel)) {
+        e.check = key.check;
+        e.resolver = static_cast<std::int32_t>(::getpid());
+        e.state.store(kResolving, std::memory_order_release);
+        Found f;
+        f.outcome = Found::Outcome::kClaimed;
+        f.slot = slot;
+        return f;
+      }
+      w = expected;
+    }
+    if (w != key.word) continue;
+    // Our word: wait out the few instructions between another claimer's CAS and its state.
+    std::uint32_t st = e.state.load(std::memory_order_acquire);
+    while (st == kClaiming) {
+      std::this_thread::yield();
+      st = e.state.load(std::memory_order_acquire);
+    }
+    if (e.check != key.check) continue;
+    while (st == kResolving) {
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return Found{Found::Outcome::kTimeout};
+      futex_wait(&e.state, kResolving,
+                 std::min(kSlice, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      deadline - now + std::chrono::milliseconds(1))));
+      st = e.state.load(std::memory_order_acquire);
+      if (st == kResolving && process_gone(e.resolver)) {
+        std::uint32_t resolving = kResolving;
+        if (e.state.compare_exchange_strong(resolving, kFailed, std::memory_order_acq_rel)) {
+          futex_wake_all(&e.state);
+        }
+        st = e.state.load(std::memory_order_acquire);
+      }
+    }
+    Found f;
+    f.slot = slot;
+    if (st == kFailed) {
+      f.outcome = Found::Outcome::kFailed;
+      return f;
+    }
+    f.outcome = Found::Outcome::kReady;
+    f.payload = e.payload;
+    f.resolved_ns = e.resolved_ns;
+    return f;
+  }
+  return Found{Found::Outcome::kFull};
+}
+
+void NodeTable::publish(std::uint32_t slot, const Payload& payload) {
+  if (slot >= entries_) return;
+  Entry& e = table_[slot];
+  e.payload = payload;
+  e.resolved_ns = monotonic_ns();
+  e.generation.fetch_add(1, std::memory_order_relaxed);
+  e.state.store(kReady, std::memory_order_release);
+  futex_wake_all(&e.state);
+}
+
+void NodeTable::fail(std::uint32_t slot) {
+  if (slot >= entries_) return;
+  Entry& e = table_[slot];
+  e.state.store(kFailed, std::memory_order_release);
+  futex_wake_all(&e.state);
+}
+
+}  // namespace larder
