@@ -8,17 +8,99 @@
 #include <string>
 #include <vector>
 
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <span>
+
+#include "mpi_transport/mpi_job.hpp"
 #include "runtime/api/file_ops.hpp"
 #include "runtime/api/runtime.hpp"
+#include "runtime/api/worker_probe.hpp"
+#include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
 
 namespace {
 
 using larder::Errc;
 using larder::Runtime;
+using larder::Session;
 using larder::Status;
 
 thread_local std::string t_last_error;
+
+constinit std::atomic<larder::api::WorkerProbe> g_worker_probe{nullptr};
+
+// A forked child inherits its parent's session object, but not its threads, its MPI or its place
+// in the job: every call here treats it as no session (the preload library serves such a child
+// through its rank's agent instead). Set in the child by the fork handler, inherited by its own
+// children.
+std::atomic<bool> g_session_is_parents{false};
+
+void fork_child() noexcept {
+  if (Runtime::instance().active()) g_session_is_parents.store(true, std::memory_order_relaxed);
+}
+
+struct ForkHandler {
+  ForkHandler() noexcept {
+    if (const int err = pthread_atfork(nullptr, nullptr, &fork_child); err != 0) {
+      LARDER_LOG_WARN("pthread_atfork failed ({}): a forked child may use its parent's session",
+                      std::strerror(err));
+    }
+  }
+};
+const ForkHandler kForkHandler;
+
+// The session running in this process, or null.
+std::shared_ptr<Session> own_session() noexcept {
+  if (g_session_is_parents.load(std::memory_order_relaxed)) return nullptr;
+  return Runtime::instance().session();
+}
+
+Status not_running() {
+  return Status(Errc::kUnavailable, 0,
+                g_session_is_parents.load(std::memory_order_relaxed)
+                    ? "larder is not initialized in this process (a forked child: its parent's "
+                      "session is not usable here)"
+                    : "larder is not initialized");
+}
+
+// Copies `text` into `buf` as the stats calls promise (larder.h).
+void copy_out(const std::string& text, char* buf, size_t size, size_t* needed_p) noexcept {
+  if (buf != nullptr && size > 0) {
+    const size_t n = std::min(size - 1, text.size());
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  if (needed_p != nullptr) *needed_p = text.size() + 1;
+}
+
+// Collective over the session's communicator: every rank's counters summed (the latency maximum
+// is the largest of the ranks'); the same on every rank.
+larder::Result<larder::StatsSnapshot> job_snapshot(Session& s) {
+  const larder::StatsSnapshot mine = s.stats().snapshot();
+  larder::MpiJob* job = s.mpi_job();
+  if (job == nullptr) return mine;
+  const larder::Topology& topo = s.topology();
+  std::vector<std::uint64_t> v;
+  v.insert(v.end(), mine.counters.begin(), mine.counters.end());
+  v.insert(v.end(), mine.latency.begin(), mine.latency.end());
+  v.push_back(mine.latency_sum_ns);
+  const std::size_t maxima = v.size();  // then one slot per rank for its latency maximum
+  v.resize(maxima + static_cast<std::size_t>(topo.size), 0);
+  v[maxima + static_cast<std::size_t>(topo.rank)] = mine.latency_max_ns;
+  if (Status st = job->sum(v); !st.ok()) return st;
+  larder::StatsSnapshot total;
+  std::size_t i = 0;
+  for (auto& c : total.counters) c = v[i++];
+  for (auto& b : total.latency) b = v[i++];
+  total.latency_sum_ns = v[i++];
+  total.latency_max_ns =
+      *std::max_element(v.begin() + static_cast<std::ptrdiff_t>(maxima), v.end());
+  total.ranks = topo.size;
+  return total;
+}
 
 larder_status_t to_c_status(const Status& s) noexcept {
   switch (s.code()) {
@@ -78,15 +160,34 @@ T posix_boundary(Fn&& fn) noexcept {
 extern "C" {
 
 larder_status_t larder_init(MPI_Comm comm) {
-  return status_boundary([&] { return Runtime::instance().init(comm); });
+  return status_boundary([&] {
+    if (g_session_is_parents.load(std::memory_order_relaxed)) {
+      return Status(Errc::kInvalidArgument, EALREADY,
+                    "this process was forked from one that runs larder: it cannot start its own");
+    }
+    return Runtime::instance().init(comm);
+  });
 }
 
 larder_status_t larder_finalize(void) {
-  return status_boundary([] { return Runtime::instance().finalize(); });
+  return status_boundary([] {
+    if (g_session_is_parents.load(std::memory_order_relaxed)) return not_running();
+    return Runtime::instance().finalize();
+  });
 }
 
 int larder_initialized(void) {
-  return Runtime::instance().active() ? 1 : 0;
+  return own_session() != nullptr ? 1 : 0;
+}
+
+int larder_active(void) {
+  try {
+    if (own_session() != nullptr) return LARDER_ACTIVE_RANK;
+    const larder::api::WorkerProbe probe = g_worker_probe.load(std::memory_order_acquire);
+    return probe != nullptr && probe() ? LARDER_ACTIVE_WORKER : LARDER_ACTIVE_OFF;
+  } catch (...) {
+    return LARDER_ACTIVE_OFF;
+  }
 }
 
 const char* larder_last_error(void) {
@@ -102,7 +203,7 @@ int larder_open(const char* path, int flags, ...) {
     va_end(ap);
   }
   return posix_boundary<int>([&]() -> int {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto fd = larder::ops::try_open(*s, path, flags, true)) return *fd;
     }
     return larder::sys::open(path, flags, mode);
@@ -111,7 +212,7 @@ int larder_open(const char* path, int flags, ...) {
 
 int larder_close(int fd) {
   return posix_boundary<int>([&]() -> int {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto rc = larder::ops::try_close(s->files(), fd)) return *rc;
     }
     return larder::sys::close(fd);
@@ -120,7 +221,7 @@ int larder_close(int fd) {
 
 ssize_t larder_pread(int fd, void* buf, size_t count, off_t offset) {
   return posix_boundary<ssize_t>([&]() -> ssize_t {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto n = larder::ops::try_pread(*s, s->files(), fd, buf, count, offset)) return *n;
     }
     return larder::sys::pread(fd, buf, count, offset);
@@ -129,7 +230,7 @@ ssize_t larder_pread(int fd, void* buf, size_t count, off_t offset) {
 
 ssize_t larder_read(int fd, void* buf, size_t count) {
   return posix_boundary<ssize_t>([&]() -> ssize_t {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto n = larder::ops::try_read(*s, s->files(), fd, buf, count)) return *n;
     }
     return larder::sys::read(fd, buf, count);
@@ -138,7 +239,7 @@ ssize_t larder_read(int fd, void* buf, size_t count) {
 
 off_t larder_lseek(int fd, off_t offset, int whence) {
   return posix_boundary<off_t>([&]() -> off_t {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto pos = larder::ops::try_lseek(s->files(), fd, offset, whence)) return *pos;
     }
     return ::lseek(fd, offset, whence);
@@ -147,7 +248,7 @@ off_t larder_lseek(int fd, off_t offset, int whence) {
 
 int larder_fstat(int fd, struct stat* st) {
   return posix_boundary<int>([&]() -> int {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto rc = larder::ops::try_fstat(s->files(), fd, st)) return *rc;
     }
     return larder::sys::fstat(fd, st);
@@ -156,7 +257,7 @@ int larder_fstat(int fd, struct stat* st) {
 
 int larder_stat(const char* path, struct stat* st) {
   return posix_boundary<int>([&]() -> int {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto rc = larder::ops::try_stat(*s, path, st, true)) return *rc;
     }
     return larder::sys::stat(path, st);
@@ -165,7 +266,7 @@ int larder_stat(const char* path, struct stat* st) {
 
 int larder_is_managed(const char* path) {
   try {
-    auto s = Runtime::instance().session();
+    auto s = own_session();
     if (!s) return 0;
     auto abs = larder::ops::candidate(s->config(), path, true);
     if (!abs) return 0;
@@ -179,8 +280,8 @@ int larder_is_managed(const char* path) {
 larder_status_t larder_stage(const char* const* paths, size_t npaths,
                              larder_stage_result_t* result_p) {
   return status_boundary([&]() -> Status {
-    auto s = Runtime::instance().session();
-    if (!s) return Status(Errc::kUnavailable, 0, "larder is not initialized");
+    auto s = own_session();
+    if (!s) return not_running();
     if (paths == nullptr && npaths > 0) return larder::invalid_argument("paths is null");
     std::vector<std::string> roots;
     roots.reserve(npaths);
@@ -203,8 +304,8 @@ larder_status_t larder_stage(const char* const* paths, size_t npaths,
 
 larder_status_t larder_stats_get(larder_stats_t* stats_p) {
   return status_boundary([&]() -> Status {
-    auto s = Runtime::instance().session();
-    if (!s) return Status(Errc::kUnavailable, 0, "larder is not initialized");
+    auto s = own_session();
+    if (!s) return not_running();
     if (stats_p == nullptr) return larder::invalid_argument("stats_p is null");
     using larder::Counter;
     const larder::StatsSnapshot snap = s->stats().snapshot();
@@ -226,17 +327,45 @@ larder_status_t larder_stats_get(larder_stats_t* stats_p) {
 
 larder_status_t larder_stats_json(char* buf, size_t size, size_t* needed_p) {
   return status_boundary([&]() -> Status {
-    auto s = Runtime::instance().session();
-    if (!s) return Status(Errc::kUnavailable, 0, "larder is not initialized");
-    const std::string json = s->stats().snapshot().to_json();
-    if (buf != nullptr && size > 0) {
-      const size_t n = std::min(size - 1, json.size());
-      std::memcpy(buf, json.data(), n);
-      buf[n] = '\0';
+    auto s = own_session();
+    if (!s) return not_running();
+    copy_out(s->stats().snapshot().to_json(), buf, size, needed_p);
+    return {};
+  });
+}
+
+larder_status_t larder_job_stats_json(char* buf, size_t size, size_t* needed_p) {
+  return status_boundary([&]() -> Status {
+    auto s = own_session();
+    if (!s) return not_running();
+    auto total = job_snapshot(*s);
+    if (!total.ok()) return total.status();
+    copy_out(total->to_json(), buf, size, needed_p);
+    return {};
+  });
+}
+
+larder_status_t larder_summary_line(int job, char* buf, size_t size, size_t* needed_p) {
+  return status_boundary([&]() -> Status {
+    auto s = own_session();
+    if (!s) return not_running();
+    if (job == 0) {
+      copy_out(s->stats().snapshot().summary_line(), buf, size, needed_p);
+      return {};
     }
-    if (needed_p != nullptr) *needed_p = json.size() + 1;
+    auto total = job_snapshot(*s);
+    if (!total.ok()) return total.status();
+    copy_out(total->summary_line(), buf, size, needed_p);
     return {};
   });
 }
 
 }  // extern "C"
+
+namespace larder::api {
+
+void set_worker_probe(WorkerProbe probe) noexcept {
+  g_worker_probe.store(probe, std::memory_order_release);
+}
+
+}  // namespace larder::api
