@@ -16,8 +16,8 @@
 
 #include "mpi_transport/mpi_job.hpp"
 #include "runtime/api/file_ops.hpp"
+#include "runtime/api/process_hooks.hpp"
 #include "runtime/api/runtime.hpp"
-#include "runtime/api/worker_probe.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
 
@@ -30,7 +30,9 @@ using larder::Status;
 
 thread_local std::string t_last_error;
 
-constinit std::atomic<larder::api::WorkerProbe> g_worker_probe{nullptr};
+// Set once by the preload library (process_hooks.hpp); null in liblarder.so.
+constinit std::atomic<bool (*)() noexcept> g_serves_worker{nullptr};
+constinit std::atomic<void (*)() noexcept> g_wait_for_start{nullptr};
 
 // A forked child inherits its parent's session object, but not its threads, its MPI or its place
 // in the job: every call here treats it as no session (the preload library serves such a child
@@ -52,9 +54,12 @@ struct ForkHandler {
 };
 const ForkHandler kForkHandler;
 
-// The session running in this process, or null.
+// The session running in this process, or null. While the preload library's service thread is
+// starting Larder, waits for it (bounded by LARDER_TIMEOUT).
 std::shared_ptr<Session> own_session() noexcept {
   if (g_session_is_parents.load(std::memory_order_relaxed)) return nullptr;
+  if (auto s = Runtime::instance().session()) return s;
+  if (auto wait = g_wait_for_start.load(std::memory_order_acquire)) wait();
   return Runtime::instance().session();
 }
 
@@ -183,8 +188,8 @@ int larder_initialized(void) {
 int larder_active(void) {
   try {
     if (own_session() != nullptr) return LARDER_ACTIVE_RANK;
-    const larder::api::WorkerProbe probe = g_worker_probe.load(std::memory_order_acquire);
-    return probe != nullptr && probe() ? LARDER_ACTIVE_WORKER : LARDER_ACTIVE_OFF;
+    const auto serves_worker = g_serves_worker.load(std::memory_order_acquire);
+    return serves_worker != nullptr && serves_worker() ? LARDER_ACTIVE_WORKER : LARDER_ACTIVE_OFF;
   } catch (...) {
     return LARDER_ACTIVE_OFF;
   }
@@ -364,8 +369,9 @@ larder_status_t larder_summary_line(int job, char* buf, size_t size, size_t* nee
 
 namespace larder::api {
 
-void set_worker_probe(WorkerProbe probe) noexcept {
-  g_worker_probe.store(probe, std::memory_order_release);
+void set_process_hooks(const ProcessHooks& hooks) noexcept {
+  g_serves_worker.store(hooks.serves_worker, std::memory_order_release);
+  g_wait_for_start.store(hooks.wait_for_start, std::memory_order_release);
 }
 
 }  // namespace larder::api
