@@ -79,9 +79,12 @@ def main():
         check(final["pfs"]["bytes_read"] == total and final["app"]["bytes_read"] >= app_total,
               "LARDER_STATS at the end agrees")
 
+        plain_env = job.env(preload=False, extra={"PYTHONPATH": args.pythonpath})
+        if args.asan_lib:  # an instrumented liblarder.so needs the ASan runtime loaded first
+            plain_env.update(LD_PRELOAD=args.asan_lib, ASAN_OPTIONS="detect_leaks=0")
         plain = subprocess.run(
             [PYTHON, "-c", "import larder; print(larder.role(), larder.active(), larder.library)"],
-            env=job.env(preload=False, extra={"PYTHONPATH": args.pythonpath}),
+            env=plain_env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
         check(plain.returncode == 0 and plain.stdout.startswith("off False ") and
               "liblarder.so" in plain.stdout,
