@@ -1,18 +1,15 @@
 // larder.h: the C API. Every entry point is a noexcept boundary (docs/style.md, rule 10).
 #include <larder/larder.h>
+#include <pthread.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
 #include <new>
 #include <string>
 #include <vector>
-
-#include <pthread.h>
-
-#include <algorithm>
-#include <atomic>
-#include <span>
 
 #include "mpi_transport/mpi_job.hpp"
 #include "runtime/api/file_ops.hpp"
