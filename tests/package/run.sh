@@ -59,6 +59,12 @@ cc -o "$work/consumer_pc" "$src/tests/package/consumer/consumer.c" \
 out=$("$work/consumer_pc" "$work/data.bin") || fail "consumer_pc failed"
 [[ $out == "ok 300000 300000" ]] || fail "consumer_pc: $out"
 ok "pkg-config: cc \$(pkg-config --cflags --libs larder) builds a program that reads through the cache"
+# shellcheck disable=SC2046
+c++ -std=c++20 -o "$work/consumer_pc_cxx" "$src/tests/package/consumer/consumer.cpp" \
+  $(pkg-config --cflags --libs larder) >"$work/pcxx.log" 2>&1 || { cat "$work/pcxx.log"; fail "c++ with pkg-config"; }
+out=$("$work/consumer_pc_cxx" "$work/data.bin") || fail "consumer_pc_cxx failed"
+[[ $out == "ok 300000" ]] || fail "consumer_pc_cxx: $out"
+ok "pkg-config: a C++ program (larder.hpp, C++20) builds and reads through the cache"
 [[ $(pkg-config --variable=preload larder) -ef ${files[preload]} ]] ||
   fail "larder.pc's preload variable: $(pkg-config --variable=preload larder)"
 [[ $(pkg-config --variable=pythondir larder) -ef ${files[python_dir]} ]] ||
