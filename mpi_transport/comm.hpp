@@ -31,6 +31,9 @@ class Comm {
   int rank() const noexcept;
   int size() const noexcept;
   Status close();  // collective
+  // Gives the communicator up without freeing it (it stays allocated until MPI_Finalize):
+  // for a teardown that must not free what a read still in flight may use.
+  void leak() noexcept { comm_ = MPI_COMM_NULL; }
 
  private:
   explicit Comm(MPI_Comm c) noexcept : comm_(c) {}

@@ -212,6 +212,11 @@ void MpiJob::stop_mpi_polling() noexcept {
   impl_->polling->on = false;
 }
 
+void MpiJob::poll() noexcept {
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+}
+
 Directory* MpiJob::directory() const noexcept {
   return impl_->directory.get();
 }
@@ -225,7 +230,7 @@ ProgressThread* MpiJob::progress() const noexcept {
   return impl_->progress.get();
 }
 
-Status MpiJob::close() {
+Status MpiJob::close(bool free_resources) {
   Status first;
   auto keep = [&first](Status s) {
     if (first.ok() && !s.ok()) first = std::move(s);
@@ -233,6 +238,16 @@ Status MpiJob::close() {
   // Every rank has finished reading before any window goes away.
   keep(barrier());
   if (impl_->progress) impl_->progress->stop();
+  if (!free_resources) {
+    // Leaked on purpose (see the header); the owners must not free them later either.
+    (void)impl_->ucx.release();
+    (void)impl_->rma.release();
+    (void)impl_->directory.release();
+    impl_->comm.leak();
+    impl_->node_comm.leak();
+    comm_ = MPI_COMM_NULL;
+    return first;
+  }
   if (impl_->ucx) keep(impl_->ucx->close());
   if (impl_->rma) keep(impl_->rma->close());
   if (impl_->directory) keep(impl_->directory->close());

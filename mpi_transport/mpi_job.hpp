@@ -60,9 +60,13 @@ class MpiJob {
   // its first collective: larder_finalize may run inside MPI_Finalize (from an MPI_COMM_SELF
   // attribute callback, as the HDF5 connector does), where MPICH no longer serialises threads.
   void stop_mpi_polling() noexcept;
+  // One poke of MPI's progress engine on Larder's communicator (what the progress thread does).
+  void poll() noexcept;
 
-  // Stops progress, frees windows and communicators.
-  Status close();
+  // Collective. Stops progress and, when `free_resources`, frees the transport, windows and
+  // communicators (every rank passes the same value: freeing is collective). Without it they
+  // stay allocated until the process ends: a read still in flight may be using them.
+  Status close(bool free_resources = true);
 
  private:
   MpiJob();

@@ -50,6 +50,7 @@ PACKAGES=(
   cython3 python3-pkgconfig python3-setuptools python3-pip
   slurm-wlm slurmctld slurmd slurm-client munge
   gnuplot-nox sshfs openssh-server openssh-client fuse3 iproute2 procps psmisc
+  numactl bubblewrap
 )
 
 missing_packages() {

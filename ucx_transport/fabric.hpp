@@ -16,6 +16,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <memory>
 #include <shared_mutex>
 #include <vector>
@@ -37,6 +38,7 @@ class Fabric final : public ClosableTransport {
   const char* name() const noexcept override { return "ucx"; }
   Status get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) override;
   std::vector<ProgressSource> progress_sources() override;
+  void begin_close() noexcept override { closing_.store(true, std::memory_order_release); }
   Status close() override;
 
  private:
@@ -61,6 +63,7 @@ class Fabric final : public ClosableTransport {
   std::shared_mutex peers_mu_;                // unique: connect and force-close; shared: issue gets
   std::vector<std::unique_ptr<Peer>> peers_;  // index = rank
   bool closed_ = false;
+  std::atomic<bool> closing_{false};  // release/acquire: read by endpoint error handlers
 };
 
 }  // namespace larder::ucx

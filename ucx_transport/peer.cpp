@@ -8,9 +8,13 @@ namespace {
 
 void on_endpoint_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
   auto* peer = static_cast<Peer*>(arg);
-  peer->mark_failed();
-  LARDER_LOG_LIMITED(kWarn, "ucx endpoint failed: {}; reads from that rank go to the file system",
-                     ucs_status_string(status));
+  const bool first = peer->mark_failed();
+  if (peer->closing()) {
+    LARDER_LOG_DEBUG("ucx endpoint closed while the job ends: {}", ucs_status_string(status));
+  } else if (first) {
+    LARDER_LOG_WARN("ucx endpoint failed: {}; reads from that rank go to the file system",
+                    ucs_status_string(status));
+  }
 }
 
 }  // namespace
@@ -19,7 +23,9 @@ Peer::~Peer() {
   if (ep_ != nullptr) LARDER_LOG_WARN("a ucx endpoint was not closed");
 }
 
-Status Peer::connect(ucp_worker_h worker, const std::vector<std::byte>& address) {
+Status Peer::connect(ucp_worker_h worker, const std::vector<std::byte>& address,
+                     const std::atomic<bool>* closing) {
+  closing_ = closing;
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;

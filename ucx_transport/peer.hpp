@@ -32,14 +32,21 @@ class Peer {
 
   // Creates the endpoint (to `address`, normally info().address), reporting peer failures to
   // mark_failed(), and unpacks the keys. Not thread-safe: the fabric serialises set-up.
-  Status connect(ucp_worker_h worker, const std::vector<std::byte>& address);
+  // `closing` (the fabric's) says the job is ending: a failure then is the peer closing in order,
+  // logged at debug level; before, it is a warning, once for this peer.
+  Status connect(ucp_worker_h worker, const std::vector<std::byte>& address,
+                 const std::atomic<bool>* closing);
   bool connected() const noexcept { return ep_ != nullptr; }
   ucp_ep_h endpoint() const noexcept { return ep_; }
   ucp_rkey_h rkey(Tier tier) const noexcept { return rkeys_[static_cast<int>(tier)]; }
   const PeerInfo& info() const noexcept { return info_; }
 
   // Set by the endpoint error handler (progress thread) or a timed-out get; read before gets.
-  void mark_failed() noexcept { failed_.store(true, std::memory_order_release); }
+  // True when this call marked it (the first failure).
+  bool mark_failed() noexcept { return !failed_.exchange(true, std::memory_order_acq_rel); }
+  bool closing() const noexcept {
+    return closing_ != nullptr && closing_->load(std::memory_order_acquire);
+  }
   bool failed() const noexcept { return failed_.load(std::memory_order_acquire); }
 
   // Releases the keys and force-closes the endpoint, progressing `worker` until it is closed.
@@ -50,6 +57,7 @@ class Peer {
   ucp_ep_h ep_ = nullptr;
   std::array<ucp_rkey_h, kTierCount> rkeys_{};
   std::atomic<bool> failed_{false};
+  const std::atomic<bool>* closing_ = nullptr;
 };
 
 }  // namespace larder::ucx

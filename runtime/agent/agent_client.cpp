@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "runtime/agent/channel.hpp"
@@ -47,19 +49,32 @@ Result<std::unique_ptr<AgentClient>> AgentClient::connect(const std::string& nam
   HelloReply hello;
   Status s = send_message(fd, Op::kHello, 0, bytes_of(version));
   if (s.ok()) s = recv_exact(fd, &h, sizeof h);
-  if (s.ok() && (h.status != 0 || h.length != sizeof hello)) {
+  if (s.ok() && (h.status != 0 || h.length < sizeof hello || h.length > sizeof hello + 4096)) {
     s = Status(Errc::kUnavailable, 0, "the rank's agent has no running cache");
   }
   if (s.ok()) s = recv_exact(fd, &hello, sizeof hello);
+  std::string stats_path(h.length - std::min<std::uint64_t>(h.length, sizeof hello), '\0');
+  if (s.ok() && !stats_path.empty()) s = recv_exact(fd, stats_path.data(), stats_path.size());
   if (!s.ok()) {
     sys::close(fd);
     return s;
   }
-  return std::unique_ptr<AgentClient>(
-      new AgentClient(fd, std::move(config), hello.rank, hello.chunk_size));
+  std::unique_ptr<WorkerStatsFile> stats_file;
+  if (hello.stats_slot >= 0 && !stats_path.empty()) {
+    auto attached = WorkerStatsFile::attach(stats_path);
+    if (attached.ok()) {
+      stats_file = std::move(*attached);
+    } else {
+      LARDER_LOG_DEBUG("counting privately: {}", attached.status().message());
+    }
+  }
+  return std::unique_ptr<AgentClient>(new AgentClient(fd, std::move(config), hello.rank,
+                                                      hello.chunk_size, std::move(stats_file),
+                                                      hello.stats_slot));
 }
 
-AgentClient::AgentClient(int fd, Config config, int rank, std::uint64_t chunk_size)
+AgentClient::AgentClient(int fd, Config config, int rank, std::uint64_t chunk_size,
+                         std::unique_ptr<WorkerStatsFile> stats_file, int stats_slot)
     : fd_(fd),
       config_(std::move(config)),
       rank_(rank),
@@ -71,7 +86,10 @@ AgentClient::AgentClient(int fd, Config config, int rank, std::uint64_t chunk_si
         auto reply = call(Op::kArena, bytes_of(req), {});
         if (!reply.ok() || reply->status != 0) return {};
         return std::string(reinterpret_cast<const char*>(reply->body.data()), reply->body.size());
-      }) {}
+      }),
+      stats_file_(std::move(stats_file)) {
+  if (stats_file_ != nullptr) shared_stats_ = stats_file_->slot(stats_slot);
+}
 
 AgentClient::~AgentClient() {
   flush_stats();
@@ -192,8 +210,8 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     return false;
   }
   std::memcpy(into.data(), (*arena)->data() + rec.offset + offset_in_chunk, into.size());
-  stats_.add(Counter::hits_node);
-  stats_.add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
+  stats().add(Counter::hits_node);
+  stats().add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
   return true;
 }
 
@@ -219,6 +237,7 @@ Result<std::size_t> AgentClient::read_inline(const CachedFile& file, std::uint64
 Result<std::size_t> AgentClient::read(const CachedFile& file, std::span<std::byte> into,
                                       std::uint64_t offset) {
   if (fd_.load(std::memory_order_relaxed) < 0) return broken();
+  const auto start = std::chrono::steady_clock::now();
   const ChunkGeometry geometry{file.size, chunk_size_};
   std::size_t total = 0;
   Status error;
@@ -237,13 +256,13 @@ Result<std::size_t> AgentClient::read(const CachedFile& file, std::span<std::byt
     return *n == dst.size();
   });
   if (!error.ok() && total == 0) return error;
-  stats_.add(Counter::app_read_calls);
-  stats_.add(Counter::app_bytes_read, total);
+  stats().record_app_read(total, start);
   maybe_flush();
   return total;
 }
 
 void AgentClient::maybe_flush() noexcept {
+  if (shared_stats_ != nullptr) return;  // the rank reads the slot
   if (reads_since_flush_.fetch_add(1, std::memory_order_relaxed) + 1 >= kFlushEvery) {
     reads_since_flush_.store(0, std::memory_order_relaxed);
     flush_stats();
@@ -251,8 +270,9 @@ void AgentClient::maybe_flush() noexcept {
 }
 
 void AgentClient::flush_stats() noexcept {
+  if (shared_stats_ != nullptr) return;  // the rank reads the slot
   try {
-    const StatsSnapshot now = stats_.snapshot();
+    const StatsSnapshot now = own_stats_.snapshot();
     std::lock_guard lock(call_mu_);
     const int fd = fd_.load(std::memory_order_relaxed);
     if (fd < 0) return;

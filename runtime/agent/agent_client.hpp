@@ -4,8 +4,9 @@
 // job). Chunk bytes on this node are copied from read-only mappings of the owners' arena files;
 // only chunks held elsewhere travel over the socket. If the channel breaks (the rank finished or
 // died), every call answers "unavailable" and the caller reads the file system itself: a worker
-// never fails because its rank went away. Counters are sent to the rank now and then, so the
-// job's stats include the workers' reads.
+// never fails because its rank went away. Counters go straight into the worker's slot of the
+// rank's worker stats file (worker_stats.hpp), which the rank folds into the job's stats; only
+// when it has no slot does it send them over the channel (every 256 reads and at exit).
 #ifndef LARDER_RUNTIME_AGENT_AGENT_CLIENT_HPP_
 #define LARDER_RUNTIME_AGENT_AGENT_CLIENT_HPP_
 
@@ -17,6 +18,7 @@
 #include <unordered_map>
 
 #include "runtime/agent/protocol.hpp"
+#include "runtime/agent/worker_stats.hpp"
 #include "runtime/api/file_service.hpp"
 #include "runtime/stats/stats.hpp"
 #include "runtime/tier/peer_arenas.hpp"
@@ -39,13 +41,16 @@ class AgentClient final : public FileService {
                            std::uint64_t offset) override;
 
   int rank() const noexcept { return rank_; }
-  // Sends the counters gathered since the last flush.
+  // Without a stats slot: sends the counters gathered since the last flush. With one: nothing
+  // to do (the rank reads the slot).
   void flush_stats() noexcept;
   // In a child after fork: this process must not use the connection. Async-signal-safe.
   void abandon_in_child() noexcept;
 
  private:
-  AgentClient(int fd, Config config, int rank, std::uint64_t chunk_size);
+  AgentClient(int fd, Config config, int rank, std::uint64_t chunk_size,
+              std::unique_ptr<WorkerStatsFile> stats_file, int stats_slot);
+  Stats& stats() noexcept { return shared_stats_ != nullptr ? *shared_stats_ : own_stats_; }
   struct Reply {
     std::uint32_t status = kUnavailable;
     std::vector<std::byte> body;
@@ -73,7 +78,9 @@ class AgentClient final : public FileService {
   std::unordered_map<Key, ChunkRecord, KeyHash> places_;                   // guarded by memo_mu_
   PeerArenas arenas_;
 
-  Stats stats_;
+  std::unique_ptr<WorkerStatsFile> stats_file_;      // the rank's worker stats file, mapped
+  Stats* shared_stats_ = nullptr;                    // this worker's slot in it, or null
+  Stats own_stats_;                                  // without a slot
   StatsSnapshot sent_;                               // guarded by call_mu_
   std::atomic<std::uint64_t> reads_since_flush_{0};  // relaxed: a trigger only
 };

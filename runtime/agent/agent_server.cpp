@@ -33,84 +33,6 @@ Status unavailable(int fd, Op op) {
   return send_message(fd, op, kUnavailable, {});
 }
 
-Status handle(int fd, Op op, const std::vector<std::byte>& body) {
-  std::shared_ptr<Session> s = Runtime::instance().session();
-  if (s == nullptr) return unavailable(fd, op);
-  switch (op) {
-    case Op::kHello: {
-      HelloReply r;
-      r.rank = s->topology().rank;
-      r.chunk_size = s->config().chunk_size;
-      return send_message(fd, op, 0, bytes_of(r));
-    }
-    case Op::kLookup: {
-      std::uint8_t follow = 0;
-      std::string path;
-      if (!split(body, &follow, &path) || !allowed(*s, path)) return unavailable(fd, op);
-      auto rec = follow != 0 ? s->lookup(path) : s->lookup_link(path);
-      if (!rec.ok()) return unavailable(fd, op);
-      return send_message(fd, op, 0, bytes_of(*rec));
-    }
-    case Op::kList: {
-      std::string path(reinterpret_cast<const char*>(body.data()), body.size());
-      if (path.empty() || path.front() != '/' || !allowed(*s, path)) return unavailable(fd, op);
-      auto listing = s->list(path);
-      if (!listing.ok()) return unavailable(fd, op);
-      ListReply r;
-      r.error = (*listing)->error;
-      r.count = (*listing)->count;
-      return send_message(fd, op, 0, bytes_of(r), (*listing)->records);
-    }
-    case Op::kPlace: {
-      FileRequest req;
-      std::string path;
-      if (!split(body, &req, &path) || !allowed(*s, path)) return unavailable(fd, op);
-      auto place = s->cache().place(CachedFile{path, req.file, req.size}, req.index);
-      if (!place.ok()) return unavailable(fd, op);
-      PlaceReply r;
-      r.node_local = place->node_local ? 1 : 0;
-      r.record = place->record;
-      return send_message(fd, op, 0, bytes_of(r));
-    }
-    case Op::kRead: {
-      FileRequest req;
-      std::string path;
-      if (!split(body, &req, &path) || !allowed(*s, path) || req.length > kMaxBody) {
-        return unavailable(fd, op);
-      }
-      std::vector<std::byte> buf(req.length);
-      auto n = s->read(CachedFile{path, req.file, req.size}, buf, req.offset);
-      if (!n.ok()) {
-        if (n.status().code() == Errc::kUnavailable) return unavailable(fd, op);
-        const int err = n.status().native_code() != 0 ? n.status().native_code() : EIO;
-        return send_message(fd, op, static_cast<std::uint32_t>(err), {});
-      }
-      return send_message(fd, op, 0, std::span<const std::byte>(buf.data(), *n));
-    }
-    case Op::kArena: {
-      ArenaRequest req;
-      if (body.size() != sizeof req) return unavailable(fd, op);
-      std::memcpy(&req, body.data(), sizeof req);
-      const Topology& t = s->topology();
-      if (req.rank < 0 || req.rank >= t.size || !t.same_node(req.rank, t.rank)) {
-        return unavailable(fd, op);
-      }
-      return send_message(fd, op, 0,
-                          bytes_of(std::string_view(s->job_dir().arena_path(req.rank, req.tier))));
-    }
-    case Op::kStats: {
-      const std::size_t n = std::min<std::size_t>(body.size() / 8, kCounterCount);
-      for (std::size_t i = 0; i < n; ++i) {
-        std::uint64_t v = 0;
-        std::memcpy(&v, body.data() + i * 8, 8);
-        if (v != 0) s->stats().add(static_cast<Counter>(i), v);
-      }
-      return {};
-    }
-  }
-  return unavailable(fd, op);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<AgentServer>> AgentServer::listen(const std::string& name) {
@@ -149,10 +71,98 @@ void AgentServer::untrack(int fd) noexcept {
   }
 }
 
-void AgentServer::start() {
+void AgentServer::start(const std::string& stats_path) {
   std::lock_guard lock(mu_);
   if (acceptor_.joinable() || stopping_) return;
+  auto file = WorkerStatsFile::create(stats_path);
+  if (file.ok()) {
+    worker_stats_ = std::move(*file);
+  } else {
+    LARDER_LOG_INFO("workers send their counters at exit instead: {}", file.status().message());
+  }
   acceptor_ = std::thread([this] { accept_loop(); });
+}
+
+Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, int* slot) {
+  Lease s = Runtime::instance().session();  // held for the request: finalize waits for it
+  if (!s) return unavailable(fd, op);
+  switch (op) {
+    case Op::kHello: {
+      HelloReply r;
+      r.rank = s->topology().rank;
+      r.chunk_size = s->config().chunk_size;
+      if (worker_stats_ != nullptr && *slot < 0) *slot = worker_stats_->claim();
+      r.stats_slot = *slot;
+      const std::string_view path = *slot >= 0 ? std::string_view(worker_stats_->path()) : "";
+      return send_message(fd, op, 0, bytes_of(r), bytes_of(path));
+    }
+    case Op::kLookup: {
+      std::uint8_t follow = 0;
+      std::string path;
+      if (!split(body, &follow, &path) || !allowed(*s, path)) return unavailable(fd, op);
+      auto rec = follow != 0 ? s->lookup(path) : s->lookup_link(path);
+      if (!rec.ok()) return unavailable(fd, op);
+      return send_message(fd, op, 0, bytes_of(*rec));
+    }
+    case Op::kList: {
+      std::string path(reinterpret_cast<const char*>(body.data()), body.size());
+      if (path.empty() || path.front() != '/' || !allowed(*s, path)) return unavailable(fd, op);
+      auto listing = s->list(path);
+      if (!listing.ok()) return unavailable(fd, op);
+      ListReply r;
+      r.error = (*listing)->error;
+      r.count = (*listing)->count;
+      return send_message(fd, op, 0, bytes_of(r), (*listing)->records);
+    }
+    case Op::kPlace: {
+      FileRequest req;
+      std::string path;
+      if (!split(body, &req, &path) || !allowed(*s, path)) return unavailable(fd, op);
+      auto place = s->cache().place(CachedFile{path, req.file, req.size}, req.index);
+      if (!place.ok()) return unavailable(fd, op);
+      PlaceReply r;
+      r.node_local = place->node_local ? 1 : 0;
+      r.record = place->record;
+      return send_message(fd, op, 0, bytes_of(r));
+    }
+    case Op::kRead: {
+      FileRequest req;
+      std::string path;
+      if (!split(body, &req, &path) || !allowed(*s, path) || req.length > kMaxBody) {
+        return unavailable(fd, op);
+      }
+      std::vector<std::byte> buf(req.length);
+      // The worker counts its own read (its stats slot); the rank counts what its cache did.
+      auto n = s->cache().read(CachedFile{path, req.file, req.size}, buf, req.offset);
+      if (!n.ok()) {
+        if (n.status().code() == Errc::kUnavailable) return unavailable(fd, op);
+        const int err = n.status().native_code() != 0 ? n.status().native_code() : EIO;
+        return send_message(fd, op, static_cast<std::uint32_t>(err), {});
+      }
+      return send_message(fd, op, 0, std::span<const std::byte>(buf.data(), *n));
+    }
+    case Op::kArena: {
+      ArenaRequest req;
+      if (body.size() != sizeof req) return unavailable(fd, op);
+      std::memcpy(&req, body.data(), sizeof req);
+      const Topology& t = s->topology();
+      if (req.rank < 0 || req.rank >= t.size || !t.same_node(req.rank, t.rank)) {
+        return unavailable(fd, op);
+      }
+      return send_message(fd, op, 0,
+                          bytes_of(std::string_view(s->job_dir().arena_path(req.rank, req.tier))));
+    }
+    case Op::kStats: {
+      const std::size_t n = std::min<std::size_t>(body.size() / 8, kCounterCount);
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint64_t v = 0;
+        std::memcpy(&v, body.data() + i * 8, 8);
+        if (v != 0) s->stats().add(static_cast<Counter>(i), v);
+      }
+      return {};
+    }
+  }
+  return unavailable(fd, op);
 }
 
 void AgentServer::accept_loop() {
@@ -189,6 +199,7 @@ void AgentServer::accept_loop() {
 
 void AgentServer::serve(int fd) {
   mark_runtime_thread();
+  int slot = -1;  // this connection's worker stats slot
   std::vector<std::byte> body;
   for (;;) {
     Header h;
@@ -197,11 +208,16 @@ void AgentServer::serve(int fd) {
     if (h.length > 0 && !recv_exact(fd, body.data(), body.size()).ok()) break;
     Status s;
     try {
-      s = handle(fd, static_cast<Op>(h.op), body);
+      s = handle(fd, static_cast<Op>(h.op), body, &slot);
     } catch (...) {
       s = Status(Errc::kInternal, ENOMEM, "agent request failed");
     }
     if (!s.ok()) break;
+  }
+  if (slot >= 0) {
+    // The worker is gone (or closed its client): its counters join the rank's now, or at
+    // finalize (fold_worker_stats) when the session is already closing.
+    if (Lease lease = Runtime::instance().session()) worker_stats_->release(slot, lease->stats());
   }
   std::lock_guard lock(mu_);
   if (stopping_) return;  // stop() closes it
@@ -234,6 +250,10 @@ void AgentServer::stop() noexcept {
   }
   untrack(listen_fd_);
   sys::close(listen_fd_);
+}
+
+void AgentServer::fold_worker_stats(Stats& into) noexcept {
+  if (worker_stats_ != nullptr) worker_stats_->release_all(into);
 }
 
 void AgentServer::close_in_child() noexcept {

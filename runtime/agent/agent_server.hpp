@@ -16,7 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/agent/protocol.hpp"
+#include "runtime/agent/worker_stats.hpp"
 #include "runtime/common/status.hpp"
+#include "runtime/stats/stats.hpp"
 
 namespace larder::agent {
 
@@ -28,9 +31,12 @@ class AgentServer {
   ~AgentServer();
 
   const std::string& name() const noexcept { return name_; }
-  void start();
+  // The session is running: creates the workers' stats file in `stats_path` and serves.
+  void start(const std::string& stats_path);
   // Closes the listener and every connection (clients fall back to the file system) and joins.
   void stop() noexcept;
+  // After stop(): adds the counters of the workers still alive to `into`.
+  void fold_worker_stats(Stats& into) noexcept;
   // In a child after fork: closes this process's copies of the sockets. Async-signal-safe.
   void close_in_child() noexcept;
 
@@ -39,12 +45,15 @@ class AgentServer {
   AgentServer(std::string name, int fd);
   void accept_loop();
   void serve(int fd);
+  // One request; `slot` is the connection's worker stats slot (set by kHello).
+  Status handle(int fd, Op op, const std::vector<std::byte>& body, int* slot);
   void track(int fd) noexcept;
   void untrack(int fd) noexcept;
 
   const std::string name_;
   const int listen_fd_;
   std::thread acceptor_;
+  std::unique_ptr<WorkerStatsFile> worker_stats_;  // set by start(), before any serve thread
   std::mutex mu_;
   bool stopping_ = false;                             // guarded by mu_
   std::vector<std::pair<int, std::thread>> conns_;    // guarded by mu_

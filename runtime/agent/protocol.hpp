@@ -20,16 +20,16 @@
 namespace larder::agent {
 
 inline constexpr char kEnvName[] = "LARDER_AGENT";
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;
 
 enum class Op : std::uint32_t {
-  kHello = 1,   // body: u32 version                 -> HelloReply
+  kHello = 1,   // body: u32 version                 -> HelloReply + worker stats file path
   kLookup = 2,  // body: u8 follow, path             -> PathRecord
   kList = 3,    // body: path                        -> ListReply + records
   kPlace = 4,   // body: FileRequest, path           -> PlaceReply
   kRead = 5,    // body: FileRequest, path           -> the bytes
   kArena = 6,   // body: ArenaRequest                -> the arena file's path
-  kStats = 7,   // body: u64 counter deltas          (no reply)
+  kStats = 7,   // body: u64 counter deltas          (no reply; only without a stats slot)
 };
 
 // Reply status: 0, an errno of the file system (kRead), or kUnavailable: the agent cannot
@@ -46,6 +46,8 @@ struct HelloReply {
   std::int32_t rank = -1;
   std::uint32_t version = kVersion;
   std::uint64_t chunk_size = 0;
+  std::int32_t stats_slot = -1;  // the worker's slot in the file named after the reply (-1: none)
+  std::uint32_t reserved = 0;
 };
 
 struct FileRequest {

@@ -13,7 +13,6 @@
 
 #include "mpi_transport/mpi_job.hpp"
 #include "runtime/api/file_ops.hpp"
-#include "runtime/api/process_hooks.hpp"
 #include "runtime/api/runtime.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
@@ -27,14 +26,11 @@ using larder::Status;
 
 thread_local std::string t_last_error;
 
-// Set once by the preload library (process_hooks.hpp); null in liblarder.so.
-constinit std::atomic<bool (*)() noexcept> g_serves_worker{nullptr};
-constinit std::atomic<void (*)() noexcept> g_wait_for_start{nullptr};
-
 // A forked child inherits its parent's session object, but not its threads, its MPI or its place
 // in the job: every call here treats it as no session (the preload library serves such a child
-// through its rank's agent instead). Set in the child by the fork handler, inherited by its own
-// children.
+// through its rank's agent instead, and its Runtime drops the session too). Set in the child by
+// the fork handler, so that a program linked with liblarder.so alone is covered as well;
+// inherited by its own children.
 std::atomic<bool> g_session_is_parents{false};
 
 void fork_child() noexcept {
@@ -51,12 +47,27 @@ struct ForkHandler {
 };
 const ForkHandler kForkHandler;
 
-// The session running in this process, or null. While the preload library's service thread is
-// starting Larder, waits for it (bounded by LARDER_TIMEOUT).
-std::shared_ptr<Session> own_session() noexcept {
-  if (g_session_is_parents.load(std::memory_order_relaxed)) return nullptr;
-  if (auto s = Runtime::instance().session()) return s;
-  if (auto wait = g_wait_for_start.load(std::memory_order_acquire)) wait();
+// In a rank whose Larder the preload library is starting on its service thread (it starts when
+// the library loads), waits for the start to end, bounded by LARDER_TIMEOUT, as the preload's own
+// wrappers do: `import larder` at the top of a script must see the running cache.
+void wait_for_start() noexcept {
+  Runtime& rt = Runtime::instance();
+  if (rt.role() != larder::Role::kRank) return;
+  larder::MpiLife& life = rt.mpi_life();
+  if (life.phase.load(std::memory_order_acquire) != larder::Phase::kStarting) return;
+  try {
+    std::unique_lock lock(life.mu);
+    life.changed.wait_for(lock, rt.config().wait_timeout,
+                          [&] { return life.phase.load() != larder::Phase::kStarting; });
+  } catch (...) {  // std::system_error from the mutex: do not wait
+  }
+}
+
+// A lease on the session running in this process, or an empty one.
+larder::Lease own_session() noexcept {
+  if (g_session_is_parents.load(std::memory_order_relaxed)) return {};
+  if (larder::Lease s = Runtime::instance().session()) return s;
+  wait_for_start();
   return Runtime::instance().session();
 }
 
@@ -179,17 +190,17 @@ larder_status_t larder_finalize(void) {
 }
 
 int larder_initialized(void) {
-  return own_session() != nullptr ? 1 : 0;
+  if (g_session_is_parents.load(std::memory_order_relaxed)) return 0;
+  wait_for_start();
+  return Runtime::instance().active() ? 1 : 0;
 }
 
 int larder_active(void) {
-  try {
-    if (own_session() != nullptr) return LARDER_ACTIVE_RANK;
-    const auto serves_worker = g_serves_worker.load(std::memory_order_acquire);
-    return serves_worker != nullptr && serves_worker() ? LARDER_ACTIVE_WORKER : LARDER_ACTIVE_OFF;
-  } catch (...) {
-    return LARDER_ACTIVE_OFF;
-  }
+  if (larder_initialized() != 0) return LARDER_ACTIVE_RANK;
+  // Only the preload library makes a process a worker (a child of a rank, served by its agent).
+  const Runtime& rt = Runtime::instance();
+  return rt.role() == larder::Role::kWorker && rt.intercepting() ? LARDER_ACTIVE_WORKER
+                                                                 : LARDER_ACTIVE_OFF;
 }
 
 const char* larder_last_error(void) {
@@ -363,12 +374,3 @@ larder_status_t larder_summary_line(int job, char* buf, size_t size, size_t* nee
 }
 
 }  // extern "C"
-
-namespace larder::api {
-
-void set_process_hooks(const ProcessHooks& hooks) noexcept {
-  g_serves_worker.store(hooks.serves_worker, std::memory_order_release);
-  g_wait_for_start.store(hooks.wait_for_start, std::memory_order_release);
-}
-
-}  // namespace larder::api

@@ -1,15 +1,46 @@
 #include "runtime/api/runtime.hpp"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 
 #include "mpi_transport/mpi_job.hpp"
+#include "runtime/agent/agent_client.hpp"
+#include "runtime/agent/agent_server.hpp"
+#include "runtime/agent/protocol.hpp"
 #include "runtime/common/log.hpp"
 
 namespace larder {
 
-Runtime& Runtime::instance() {
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    if (session_ != nullptr) session_->release_lease();
+    session_ = std::move(other.session_);
+  }
+  return *this;
+}
+
+Lease::~Lease() {
+  if (session_ != nullptr) session_->release_lease();
+}
+
+Runtime& Runtime::instance() noexcept {
   static Runtime* const runtime = new Runtime();  // never deleted: see the header
   return *runtime;
+}
+
+namespace {}  // namespace
+
+Runtime::Parsed Runtime::parse_environment() {
+  Parsed p;
+  auto config = Config::from_environment();
+  if (config.ok()) {
+    p.config = std::move(*config);
+  } else {
+    p.status = config.status();
+  }
+  return p;
 }
 
 namespace {
@@ -31,6 +62,82 @@ bool is_world(MPI_Comm comm) {
 
 }  // namespace
 
+Runtime::Runtime() : Runtime(parse_environment()) {}
+
+Runtime::Runtime(Parsed parsed)
+    : config_(std::move(parsed.config)),
+      config_status_(std::move(parsed.status)),
+      requested_(config_status_.ok() && config_.enabled && !config_.prefixes.empty()),
+      pid_(::getpid()) {
+  if (config_status_.ok()) log::set_level(config_.log_level);
+}
+
+void Runtime::set_agent(std::unique_ptr<agent::AgentServer> agent) noexcept {
+  agent::AgentServer* expected = nullptr;
+  if (agent_.compare_exchange_strong(expected, agent.get(), std::memory_order_acq_rel)) {
+    (void)agent.release();  // owned by the Runtime from now on, never deleted
+  }
+}
+
+agent::AgentClient* Runtime::worker_client() noexcept {
+  if (auto* c = client_.load(std::memory_order_acquire)) return c;
+  if (client_failed_.load(std::memory_order_acquire)) return nullptr;
+  try {
+    std::lock_guard lock(client_mu_);
+    if (auto* c = client_.load(std::memory_order_acquire)) return c;
+    const char* name = std::getenv(agent::kEnvName);
+    auto connected = agent::AgentClient::connect(name != nullptr ? name : "", config_);
+    if (!connected.ok()) {
+      LARDER_LOG_INFO("no agent to serve this worker process, reading the file system: {}",
+                      connected.status().message());
+      client_failed_.store(true, std::memory_order_release);
+      return nullptr;
+    }
+    auto* c = connected->release();  // never deleted: forked children and exit handlers use it
+    client_.store(c, std::memory_order_release);
+    return c;
+  } catch (...) {
+    client_failed_.store(true, std::memory_order_release);
+    return nullptr;
+  }
+}
+
+void Runtime::on_fork_child() noexcept {
+  pid_.store(::getpid(), std::memory_order_relaxed);
+  forked_.store(true, std::memory_order_relaxed);
+  active_.store(false, std::memory_order_relaxed);
+  files_.reset_lock_in_child();
+  if (agent::AgentServer* a = agent_.load(std::memory_order_relaxed)) a->close_in_child();
+  mpi_life_.pid.store(0, std::memory_order_relaxed);
+  if (auto* old = client_.exchange(nullptr, std::memory_order_relaxed)) old->abandon_in_child();
+  client_failed_.store(false, std::memory_order_relaxed);
+}
+
+void Runtime::mark_written(const std::string& abs) {
+  std::lock_guard lock(written_mu_);
+  for (const std::string& w : written_) {
+    if (w == abs) return;
+  }
+  written_.push_back(abs);
+  any_written_.store(true, std::memory_order_relaxed);
+}
+
+bool Runtime::written(const std::string& abs) const {
+  if (!any_written_.load(std::memory_order_relaxed)) return false;
+  std::lock_guard lock(written_mu_);
+  for (const std::string& w : written_) {
+    if (w == abs) return true;
+  }
+  return false;
+}
+
+Lease Runtime::session() const noexcept {
+  if (forked_.load(std::memory_order_relaxed)) return {};
+  std::shared_ptr<Session> s = session_.load(std::memory_order_acquire);
+  if (s == nullptr || !s->try_lease()) return {};
+  return Lease(std::move(s));
+}
+
 Status Runtime::init(MPI_Comm comm, Starter starter) {
   std::lock_guard lock(lifecycle_mu_);
   if (session_.load(std::memory_order_acquire) != nullptr) {
@@ -44,15 +151,25 @@ Status Runtime::init(MPI_Comm comm, Starter starter) {
                         "larder_init may join it only over MPI_COMM_WORLD"
                       : "larder is already initialized");
   }
-  auto config = Config::from_environment();
-  if (!config.ok()) return config.status();
+  // The hooks start from the configuration parsed once when the Runtime was built; a program's
+  // larder_init reads the environment at that moment (it may have set LARDER_* itself).
+  Config config;
+  if (starter == Starter::kHooks) {
+    if (!config_status_.ok()) return config_status_;
+    config = config_;
+  } else {
+    auto parsed = Config::from_environment();
+    if (!parsed.ok()) return parsed.status();
+    config = std::move(*parsed);
+    log::set_level(config.log_level);
+  }
   Result<std::unique_ptr<Session>> session = Status(Errc::kInternal, 0, "");
   if (comm == MPI_COMM_NULL) {
-    session = Session::create_local(std::move(*config));
+    session = Session::create_local(std::move(config));
   } else {
-    auto job = MpiJob::create(comm, *config);
+    auto job = MpiJob::create(comm, config);
     if (!job.ok()) return job.status();
-    session = Session::create_mpi(std::move(*config), std::move(*job));
+    session = Session::create_mpi(std::move(config), std::move(*job));
   }
   if (!session.ok()) return session.status();
   session_.store(std::shared_ptr<Session>(std::move(*session)), std::memory_order_release);
@@ -79,7 +196,15 @@ Status Runtime::finalize(Starter starter) {
   if (session == nullptr) {
     return Status(Errc::kUnavailable, 0, "larder is not initialized");
   }
-  return session->close();
+  // The agent's requests hold leases: stop it (its clients fall back to the file system) before
+  // the session waits for the leases to end.
+  agent::AgentServer* agent = starter == Starter::kHooks ? this->agent() : nullptr;
+  Session* s = session.get();
+  return session->close([agent, s] {
+    if (agent == nullptr) return;
+    agent->stop();
+    agent->fold_worker_stats(s->stats());  // the workers still alive
+  });
 }
 
 }  // namespace larder

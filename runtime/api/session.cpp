@@ -1,5 +1,7 @@
 #include "runtime/api/session.hpp"
 
+#include <chrono>
+
 #include "mpi_transport/mpi_job.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/units.hpp"
@@ -103,35 +105,27 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
   return s;
 }
 
-namespace {
-Status closed_session() {
-  return Status(Errc::kUnavailable, 0, "the larder session is closed");
-}
-}  // namespace
-
 Result<PathRecord> Session::lookup(const std::string& path) {
-  if (closed_) return closed_session();
   return cache_->lookup(path);
 }
 
 Result<PathRecord> Session::lookup_link(const std::string& path) {
-  if (closed_) return closed_session();
   return cache_->lookup_link(path);
 }
 
 Result<std::shared_ptr<const Listing>> Session::list(const std::string& path) {
-  if (closed_) return closed_session();
   return cache_->list(path);
 }
 
 Result<std::size_t> Session::read(const CachedFile& file, std::span<std::byte> into,
                                   std::uint64_t offset) {
-  if (closed_) return closed_session();
-  return cache_->read(file, into, offset);
+  const auto start = std::chrono::steady_clock::now();
+  auto n = cache_->read(file, into, offset);
+  stats_.record_app_read(n.ok() ? *n : 0, start);
+  return n;
 }
 
 Result<StageTotals> Session::stage(std::span<const std::string> roots) {
-  if (closed_) return closed_session();
   StageTotals totals;
   const std::vector<CachedFile> files = stage_walk(*this, roots, totals);
   stage_load(*cache_, files, topology_.rank, topology_.size, totals);
@@ -146,9 +140,58 @@ Result<StageTotals> Session::stage(std::span<const std::string> roots) {
   return totals;
 }
 
-Status Session::close() {
-  if (closed_) return {};
-  closed_ = true;
+bool Session::try_lease() noexcept {
+  // acq_rel: pairs with the fetch_or of close(): either close sees this lease, or we see kClosing.
+  if ((leases_.fetch_add(1, std::memory_order_acq_rel) & kClosing) == 0) return true;
+  release_lease();
+  return false;
+}
+
+void Session::release_lease() noexcept {
+  const std::uint64_t before = leases_.fetch_sub(1, std::memory_order_acq_rel);
+  if ((before & kClosing) != 0 && (before & ~kClosing) == 1) {
+    std::lock_guard lock(drain_mu_);  // the drainer checks the count under this mutex
+    drained_.notify_all();
+  }
+}
+
+bool Session::drain(std::chrono::milliseconds timeout, const std::function<void()>& progress) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto idle = [&] { return (leases_.load(std::memory_order_acquire) & ~kClosing) == 0; };
+  std::unique_lock lock(drain_mu_);
+  while (!idle()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (progress) {
+      lock.unlock();
+      progress();
+      lock.lock();
+    }
+    drained_.wait_for(lock, std::chrono::microseconds(200), idle);
+  }
+  return true;
+}
+
+Status Session::close(const std::function<void()>& before_drain) {
+  if (closed_.exchange(true)) return {};
+  leases_.fetch_or(kClosing, std::memory_order_acq_rel);  // no new lease from here on
+  cache_->begin_close();  // a read still in flight after the drain makes no MPI call
+  if (before_drain) before_drain();
+  // Only this thread calls MPI from here on: finalize may run inside MPI_Finalize (an
+  // MPI_COMM_SELF attribute callback, as the HDF5 connector does), where MPICH no longer
+  // serialises threads. So this thread drives MPI's progress while the reads in flight end
+  // (their one-sided operations on other ranks need those ranks' progress, and theirs ours).
+  std::function<void()> progress;
+  if (mpi_) {
+    mpi_->stop_mpi_polling();
+    progress = [this] { mpi_->poll(); };
+  }
+  if (!drain(config_.wait_timeout, progress)) {
+    unmap_allowed_ = false;
+    LARDER_LOG_WARN(
+        "{} reads were still in flight {} s after finalize began; their memory stays mapped "
+        "until the process ends",
+        leases_.load() & ~kClosing, config_.wait_timeout.count() / 1000);
+  }
   if (mpi_) return close_mpi();
   StatsSnapshot totals = stats_.snapshot();
   totals.ranks = topology_.size;
@@ -156,8 +199,10 @@ Status Session::close() {
   if (!config_.stats_path.empty()) result = write_stats_file(config_.stats_path, totals);
   if (topology_.rank == 0 && log::enabled(log::Level::kWarn))
     log::print_line(totals.summary_line());
-  cache_.reset();
-  job_dir_.remove_all();
+  if (unmap_allowed_) {
+    cache_.reset();
+    job_dir_.remove_all();
+  }
   return result;
 }
 
@@ -167,14 +212,16 @@ namespace larder {
 
 Status Session::close_mpi() {
   MpiJob& mpi = *mpi_;
-  mpi.stop_mpi_polling();  // from here on only this thread calls MPI
+  // Freeing windows and the transport is collective: a rank with a read still in flight keeps
+  // them, so every rank does (the agreement makes the choice uniform).
+  const bool all_drained =
+      mpi.agree(unmap_allowed_ ? Status() : Status(Errc::kUnavailable, 0, "reads in flight")).ok();
   Status result;
   auto totals = mpi.reduce_stats(stats_.snapshot());
   if (!totals.ok()) result = totals.status();
   // Windows go (collectively) before the arenas they expose are unmapped.
-  Status closed = mpi.close();
+  Status closed = mpi.close(all_drained);
   if (result.ok()) result = closed;
-  cache_.reset();
   if (topology_.rank == 0 && totals.ok()) {
     if (!config_.stats_path.empty()) {
       if (Status s = write_stats_file(config_.stats_path, *totals); !s.ok()) {
@@ -184,13 +231,13 @@ Status Session::close_mpi() {
     }
     if (log::enabled(log::Level::kWarn)) log::print_line(totals->summary_line());
   }
+  if (!all_drained) return result;  // mappings and files stay; the next job removes the files
   // After mpi.close() every rank of the job has passed its final barrier: nobody reads our
   // arenas any more. Each rank removes its own files; the node leader removes the directory.
+  cache_.reset();
   tiers_ = LocalTiers();
   peers_.reset();
-  if (mpi.node_leader()) {
-    job_dir_.remove_all();
-  }
+  if (mpi.node_leader()) job_dir_.remove_all();
   return result;
 }
 

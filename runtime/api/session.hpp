@@ -6,7 +6,10 @@
 #define LARDER_RUNTIME_API_SESSION_HPP_
 
 #include <atomic>
+#include <condition_variable>
+#include <functional>
 #include <memory>
+#include <mutex>
 
 #include "runtime/api/file_service.hpp"
 #include "runtime/api/file_table.hpp"
@@ -38,9 +41,15 @@ class Session final : public FileService {
   Session& operator=(const Session&) = delete;
   ~Session() override;
 
-  // Collective: totals the stats, writes LARDER_STATS, prints the summary (rank 0), frees the
-  // MPI resources and removes this job's node-local files. Call once.
-  Status close();
+  // Collective: refuses new leases, waits for the reads in flight (up to LARDER_TIMEOUT), totals
+  // the stats, writes LARDER_STATS, prints the summary (rank 0), frees the MPI resources and
+  // removes this job's node-local files. Call once. `before_drain` runs after new leases are
+  // refused and before the wait (the hooks stop the agent there, so its requests end).
+  Status close(const std::function<void()>& before_drain = {});
+
+  // Read leases (Runtime::session hands them out). try_lease fails once close has begun.
+  bool try_lease() noexcept;
+  void release_lease() noexcept;
 
   const Config& config() const noexcept override { return config_; }
   // FileService, over this session's cache (unavailable once the session is closed).
@@ -66,6 +75,9 @@ class Session final : public FileService {
   Status build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_share);
   void build_cache();
   Status close_mpi();
+  // Waits until no lease is held; false when `timeout` passed first. `progress` (may be empty)
+  // runs every few hundred microseconds while it waits.
+  bool drain(std::chrono::milliseconds timeout, const std::function<void()>& progress);
 
   Config config_;
   Stats stats_;
@@ -81,7 +93,16 @@ class Session final : public FileService {
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;
   FileTable files_;
-  std::atomic<bool> closed_{false};  // seq_cst: checked by readers before touching the cache
+  std::atomic<bool> closed_{false};  // close() ran (or runs): once only
+  // Leases: the count of reads in flight, and kClosing once close has begun (acq_rel: a lease
+  // taken before kClosing is set is waited for; one taken after sees it and is given back).
+  static constexpr std::uint64_t kClosing = 1ull << 63;
+  std::atomic<std::uint64_t> leases_{0};
+  std::mutex drain_mu_;
+  std::condition_variable drained_;  // notified when the last lease goes while closing
+  // False when leases were still held at the end of the drain: the mappings then stay (leaked)
+  // rather than be pulled from under a read; the process is ending anyway.
+  bool unmap_allowed_ = true;
 };
 
 }  // namespace larder

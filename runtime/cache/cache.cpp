@@ -66,6 +66,7 @@ Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bo
     stats_.add(Counter::meta_hits);
     return unpack<PathRecord>(payload);
   }
+  if (closing()) return resolve_and_publish(path, key, false, link);
   stats_.add(Counter::directory_ops);
   auto claim = directory_.acquire(key);
   if (!claim.ok()) {
@@ -150,6 +151,7 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
   const Key key = path_key(KeyKind::kListing, path);
   Payload payload;
   if (memo_find(key, &payload)) return fetch_listing(path, unpack<ListingRecord>(payload));
+  if (closing()) return list_direct(path);
   stats_.add(Counter::directory_ops);
   auto claim = directory_.acquire(key);
   if (!claim.ok()) return list_direct(path);
@@ -261,7 +263,6 @@ std::shared_ptr<const Listing> Cache::list_direct(const std::string& path) {
 
 Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> into,
                                 std::uint64_t offset) {
-  const auto start = std::chrono::steady_clock::now();
   if (progress_ != nullptr) progress_->notify_activity();
   const ChunkGeometry geometry{file.size, config_.chunk_size};
   std::size_t total = 0;
@@ -289,11 +290,6 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
     short_read = *n < dst.size();
     return !short_read;
   });
-  stats_.add(Counter::app_read_calls);
-  stats_.add(Counter::app_bytes_read, total);
-  stats_.record_latency(static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
-          .count()));
   if (!error.ok() && total == 0) return error;
   return total;
 }
@@ -318,6 +314,7 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
     const auto record = unpack<ChunkRecord>(payload);
     return Located{record.owner == kDirectOwner ? Source::kDirect : Source::kCache, record};
   }
+  if (closing()) return Located{};
   stats_.add(Counter::directory_ops);
   auto claim = directory_.acquire(key);
   if (!claim.ok()) {
@@ -385,7 +382,9 @@ Result<Cache::Located> Cache::load(const CachedFile& file, std::uint64_t index, 
   record.offset = place->offset;
   record.length = length;
   const Payload payload = pack(record);
-  if (Status s = directory_.publish(key, payload); !s.ok()) {
+  if (closing()) {
+    // Finalize has begun: no MPI call. Other ranks waiting for this entry time out to the PFS.
+  } else if (Status s = directory_.publish(key, payload); !s.ok()) {
     LARDER_LOG_LIMITED(kWarn, "cannot publish chunk {} of {}: {}", index, file.path, s.to_string());
   }
   memo_put(key, payload);
@@ -424,7 +423,7 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
     }
     return false;
   }
-  if (transport_ == nullptr) return false;
+  if (transport_ == nullptr || closing()) return false;
   if (into.size() < record.length && remote_copies_.eligible(record.length)) {
     if (copy_from_remote_copy(record, offset_in_chunk, into)) {
       if (count_hit) {

@@ -8,6 +8,7 @@
 #ifndef LARDER_RUNTIME_CACHE_CACHE_HPP_
 #define LARDER_RUNTIME_CACHE_CACHE_HPP_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -76,8 +77,18 @@ class Cache {
   Result<Place> place(const CachedFile& file, std::uint64_t index);
 
   // Reads up to into.size() bytes at `offset`; fewer only at end of file. Errors are the PFS's
-  // errno (in native_code()).
+  // errno (in native_code()). Counts what the cache did (hits, misses, PFS and transport), not
+  // the application's read: the caller counts that (Session::read for this rank's own reads, a
+  // worker for its own), so a worker's read served by its rank is counted once.
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into, std::uint64_t offset);
+
+  // Finalize has begun: from now on no call makes a directory or transport operation (a read
+  // still in flight after the drain must not touch MPI); everything goes to the PFS.
+  void begin_close() noexcept {
+    closing_.store(true, std::memory_order_release);
+    if (transport_ != nullptr) transport_->begin_close();
+  }
+  bool closing() const noexcept { return closing_.load(std::memory_order_acquire); }
 
   std::uint64_t chunk_size() const noexcept { return config_.chunk_size; }
 
@@ -120,6 +131,7 @@ class Cache {
   Transport* transport_;
   ProgressThread* progress_;
   const Topology topology_;
+  std::atomic<bool> closing_{false};  // acquire/release: see begin_close()
 
   // Directory answers this rank has seen. Entries are immutable for the job, so remembering
   // them saves a remote lookup (a remote atomic can cost milliseconds under Open MPI).

@@ -10,11 +10,9 @@
 namespace larder::log {
 namespace {
 
-Level level_from_environment() noexcept {
-  const char* value = std::getenv("LARDER_LOG");
-  if (value == nullptr || *value == '\0') return Level::kWarn;
-  // An invalid value is reported by Config::from_environment; here it keeps the default.
-  return parse_level(value).value_or(Level::kWarn);
+std::atomic<int>& level_value() noexcept {
+  static std::atomic<int> level{static_cast<int>(Level::kWarn)};  // relaxed: a filter only
+  return level;
 }
 
 std::atomic<int>& rank_tag() noexcept {
@@ -53,8 +51,11 @@ std::optional<Level> parse_level(std::string_view name) noexcept {
 }
 
 Level current_level() noexcept {
-  static const Level level = level_from_environment();
-  return level;
+  return static_cast<Level>(level_value().load(std::memory_order_relaxed));
+}
+
+void set_level(Level level) noexcept {
+  level_value().store(static_cast<int>(level), std::memory_order_relaxed);
 }
 
 bool enabled(Level level) noexcept {

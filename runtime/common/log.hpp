@@ -1,9 +1,10 @@
 // The one logger: five levels, lowercase messages, written to stderr with one write(2).
 //
-// The level comes from LARDER_LOG (error, warn, info, debug, trace, off; default warn) and is
-// read once. The rank tag is set once by the runtime at init. These two atomics are the only
-// process-wide state outside the Runtime object: logging has to work before the runtime exists
-// (configuration errors) and after it is gone (exit handlers).
+// The level is warn until the Runtime sets it from its configuration (LARDER_LOG: error, warn,
+// info, debug, trace, off), so LARDER_LOG is parsed in one place only. The rank tag is set by the
+// runtime at init. These two atomics are the only process-wide state outside the Runtime object:
+// logging has to work before the runtime exists (configuration errors) and after it is gone
+// (exit handlers).
 //
 //   LARDER_LOG_WARN("pread of {} bytes at {} failed: {}", n, off, errno_text(err));
 //   LARDER_LOG_LIMITED(kWarn, ...)   // on the read path: first 10, then every 1000th
@@ -25,6 +26,7 @@ enum class Level : int { kOff = 0, kError = 1, kWarn = 2, kInfo = 3, kDebug = 4,
 // Parses a level name; nullopt when the name is not one of the accepted ones.
 std::optional<Level> parse_level(std::string_view name) noexcept;
 Level current_level() noexcept;
+void set_level(Level level) noexcept;
 bool enabled(Level level) noexcept;
 void set_rank(int rank) noexcept;
 void write(Level level, std::string_view message) noexcept;

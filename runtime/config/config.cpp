@@ -143,6 +143,22 @@ Result<Config> Config::parse(const Lookup& lookup) {
     if (!n) return bad("LARDER_REMOTE_COPIES", *v, kSize);
     c.remote_copies = *n;
   }
+  for (auto [var, list] : {std::pair{"LARDER_WRAPPERS", &c.wrappers},
+                           std::pair{"LARDER_FORKING_WRAPPERS", &c.forking_wrappers}}) {
+    auto v = get(var);
+    if (!v) continue;
+    std::size_t start = 0;
+    while (start <= v->size()) {
+      std::size_t end = v->find(':', start);
+      if (end == std::string_view::npos) end = v->size();
+      const std::string_view item = v->substr(start, end - start);
+      if (item.find('/') != std::string_view::npos) {
+        return bad(var, *v, "a colon-separated list of program names (no '/'), e.g. mywrap:launch");
+      }
+      if (!item.empty()) list->emplace_back(item);
+      start = end + 1;
+    }
+  }
   if (auto v = get("LARDER_FAULT_UCX_PEER")) {
     auto n = parse_int<int>(*v);
     if (!n || *n < 0) return bad("LARDER_FAULT_UCX_PEER", *v, "a rank number (testing only)");

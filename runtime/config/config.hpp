@@ -33,6 +33,8 @@ struct Config {
   std::uint32_t dir_slots = 1u << 16;              // LARDER_DIR_SLOTS, per rank
   std::chrono::milliseconds wait_timeout{60'000};  // LARDER_TIMEOUT, seconds in the env
   std::uint64_t remote_copies = 64ull << 20;       // LARDER_REMOTE_COPIES, bytes per rank (0: off)
+  std::vector<std::string> wrappers;          // LARDER_WRAPPERS: more exec wrapper names
+  std::vector<std::string> forking_wrappers;  // LARDER_FORKING_WRAPPERS: more forking ones
   int fault_ucx_peer = -1;  // LARDER_FAULT_UCX_PEER (testing only): a rank whose endpoint fails
 
   static constexpr std::uint64_t kMinChunk = 4096;

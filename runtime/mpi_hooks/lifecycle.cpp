@@ -3,8 +3,6 @@
 #include <mpi.h>
 #include <unistd.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -17,118 +15,110 @@
 #include "runtime/api/reentry.hpp"
 #include "runtime/api/runtime.hpp"
 #include "runtime/common/log.hpp"
-#include "runtime/config/config.hpp"
 
 namespace larder::mpi_hooks {
 namespace {
-
-enum class Phase : int { kIdle, kStarting, kRunning, kStopping, kStopped };
-
-// The lifecycle's state: process-wide, built on first use and never destroyed (the hooks run
-// from exit handlers).
-struct State {
-  std::mutex mu;
-  std::condition_variable changed;
-  std::atomic<Phase> phase{Phase::kIdle};  // written under mu; read lock-free by the preload
-  bool larder_owns_mpi = false;            // guarded by mu
-  bool runtime_up = false;                 // guarded by mu
-  bool stop_requested = false;             // guarded by mu
-  int finalize_rc = MPI_SUCCESS;           // guarded by mu
-  std::thread service;                     // guarded by mu
-  std::atomic<pid_t> pid{0};               // the process that initialised MPI
-  std::atomic<agent::AgentServer*> agent{nullptr};  // owned; set once
-};
-
-State& state() {
-  static State* const s = new State();  // never deleted
-  return *s;
-}
 
 bool env_set(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0';
 }
 
-void set_openmpi_defaults() {
-#ifdef OPEN_MPI
-  // Open MPI's default one-sided component crashes in MPI_Compare_and_swap here (design brief).
-  if (!env_set("OMPI_MCA_osc")) ::setenv("OMPI_MCA_osc", "ucx", 0);
-#endif
-}
-
 // Binds the agent's socket and names it in the environment; children see it from now on.
-void prepare_agent(State& s) {
-  if (s.agent.load() != nullptr) return;
-  auto server = agent::AgentServer::listen(agent::new_agent_name());
+void prepare_agent(Runtime& rt) {
+  if (rt.agent() != nullptr) return;
+  const std::string name = agent::new_agent_name();
+  auto server = agent::AgentServer::listen(name);
   if (!server.ok()) {
     LARDER_LOG_WARN("worker processes will read the file system directly: {}",
                     server.status().message());
+    // Children must still know they are workers (never ranks: they inherit PMI_FD): the name
+    // carries our pid, and connecting to it fails, so they read the file system.
+    ::setenv(agent::kEnvName, name.c_str(), 1);
     return;
   }
   ::setenv(agent::kEnvName, (*server)->name().c_str(), 1);
-  s.agent.store(server->release());
+  rt.set_agent(std::move(*server));
 }
 
-// Collective over MPI_COMM_WORLD: starts the runtime on every rank or on none.
-bool start_runtime(State& s) {
-  auto config = Config::from_environment();
-  Status agreed = MpiJob::agree(MPI_COMM_WORLD, config.ok() ? Status() : config.status());
-  if (agreed.ok()) agreed = Runtime::instance().init(MPI_COMM_WORLD, Starter::kHooks);
+// Collective over MPI_COMM_WORLD: starts the session on every rank or on none.
+bool start_runtime(Runtime& rt) {
+  Status agreed = MpiJob::agree(MPI_COMM_WORLD, rt.config_status());
+  if (agreed.ok()) agreed = rt.init(MPI_COMM_WORLD, Starter::kHooks);
   if (!agreed.ok()) {
     LARDER_LOG_ERROR("larder could not start, the job runs without the cache: {}",
                      agreed.message());
+    if (agent::AgentServer* a = rt.agent()) a->stop();  // its clients read the file system
     return false;
   }
-  if (agent::AgentServer* a = s.agent.load()) a->start();
+  if (agent::AgentServer* a = rt.agent()) {
+    if (Lease s = rt.session()) a->start(s->job_dir().worker_stats_path(s->topology().rank));
+  }
   return true;
 }
 
-void stop_runtime(State& s, bool runtime_up) {
-  if (agent::AgentServer* a = s.agent.load()) a->stop();
-  if (!runtime_up) return;
-  if (Status st = Runtime::instance().finalize(Starter::kHooks); !st.ok()) {
-    LARDER_LOG_ERROR("larder finalize failed: {}", st.message());
+// Stops the session (collective) and then MPI, on the calling thread. Called with life.mu held
+// and the phase kRunning; returns PMPI_Finalize's code, or MPI_SUCCESS when MPI is not ours to
+// finalize (`finalize_mpi` false).
+int stop_here(MpiLife& life, std::unique_lock<std::mutex>& lock, bool finalize_mpi) {
+  Runtime& rt = Runtime::instance();
+  const bool up = life.runtime_up;
+  life.runtime_up = false;
+  life.phase.store(Phase::kStopped);  // nobody starts or stops again
+  lock.unlock();
+  int rc = MPI_SUCCESS;
+  {
+    ReentryGuard guard;  // the runtime's own calls go straight to the real functions
+    if (up) {
+      if (Status st = rt.finalize(Starter::kHooks); !st.ok()) {
+        LARDER_LOG_ERROR("larder finalize failed: {}", st.message());
+      }
+    }
+    if (finalize_mpi) rc = PMPI_Finalize();
   }
+  lock.lock();
+  life.changed.notify_all();
+  // The service thread ended right after it published kRunning: joining it waits for nothing.
+  if (life.service.joinable() && life.pid.load() == ::getpid()) life.service.join();
+  return rc;
 }
 
 void service_main() {
   mark_runtime_thread();
-  State& s = state();
+  Runtime& rt = Runtime::instance();
+  MpiLife& life = rt.mpi_life();
   int provided = MPI_THREAD_SINGLE;
   const int rc = PMPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   if (rc != MPI_SUCCESS) {
     LARDER_LOG_ERROR("MPI_Init_thread failed (error {}): the job runs without the cache", rc);
-    std::lock_guard lock(s.mu);
-    s.phase.store(Phase::kStopped);
-    s.changed.notify_all();
+    std::lock_guard lock(life.mu);
+    life.phase.store(Phase::kStopped);
+    life.changed.notify_all();
     return;
   }
-  const bool up = start_runtime(s);
-  std::unique_lock lock(s.mu);
-  s.runtime_up = up;
-  s.larder_owns_mpi = true;
-  s.phase.store(Phase::kRunning);
-  s.changed.notify_all();
-  s.changed.wait(lock, [&] { return s.stop_requested; });
-  s.phase.store(Phase::kStopping);
-  lock.unlock();
-  stop_runtime(s, up);
-  const int frc = PMPI_Finalize();
-  lock.lock();
-  s.runtime_up = false;
-  s.finalize_rc = frc;
-  s.phase.store(Phase::kStopped);
-  s.changed.notify_all();
+  const bool up = start_runtime(rt);
+  std::lock_guard lock(life.mu);
+  life.runtime_up = up;
+  life.larder_owns_mpi = true;
+  life.phase.store(Phase::kRunning);
+  life.changed.notify_all();
 }
+
+// Built-in launcher wrappers (lifecycle.hpp).
+constexpr std::string_view kExecWrappers[] = {
+    "sh",      "bash",    "dash",      "zsh",         "ksh",    "mksh",    "csh",    "tcsh",
+    "fish",    "busybox", "env",       "nice",        "nohup",  "timeout", "stdbuf", "setsid",
+    "chrt",    "ionice",  "taskset",   "numactl",     "time",   "pyenv",   "flock",  "prlimit",
+    "unshare", "setpriv", "apptainer", "singularity", "ch-run", "shifter"};
+constexpr std::string_view kForkingWrappers[] = {"starter", "starter-suid", "bwrap"};
 
 }  // namespace
 
-bool activation_requested() noexcept {
-  if (!env_set("LARDER_PREFIX")) return false;
-  const char* e = std::getenv("LARDER_ENABLE");
-  if (e == nullptr) return true;
-  const std::string_view v(e);
-  return !(v == "0" || v == "false" || v == "no" || v == "off");
+void set_openmpi_defaults() noexcept {
+#ifdef OPEN_MPI
+  // Open MPI's default one-sided component crashes in MPI_Compare_and_swap here (design brief).
+  if (!env_set("OMPI_MCA_osc")) ::setenv("OMPI_MCA_osc", "ucx", 0);
+#endif
 }
 
 bool launched_by_mpiexec() noexcept {
@@ -142,73 +132,106 @@ bool is_worker_process() noexcept {
   return agent::agent_pid(name) != ::getpid();
 }
 
+Wrapper wrapper_kind(std::string_view name) noexcept {
+  if (name.empty()) return Wrapper::kNone;
+  const Config& config = Runtime::instance().config();
+  for (std::string_view w : kForkingWrappers) {
+    if (name == w) return Wrapper::kFork;
+  }
+  for (const std::string& extra : config.forking_wrappers) {
+    if (name == extra) return Wrapper::kFork;
+  }
+  for (std::string_view w : kExecWrappers) {
+    if (name == w) return Wrapper::kExec;
+  }
+  // A versioned interpreter name (bash5.2) is still that shell.
+  for (std::string_view w : {"bash", "zsh", "ksh"}) {
+    if (name.starts_with(w) && name.size() > w.size() &&
+        name.find_first_not_of("0123456789.", w.size()) == std::string_view::npos) {
+      return Wrapper::kExec;
+    }
+  }
+  for (const std::string& extra : config.wrappers) {
+    if (name == extra) return Wrapper::kExec;
+  }
+  return Wrapper::kNone;
+}
+
 void start_self_init() noexcept {
   try {
-    State& s = state();
-    std::lock_guard lock(s.mu);
-    if (s.phase.load() != Phase::kIdle) return;
+    Runtime& rt = Runtime::instance();
+    MpiLife& life = rt.mpi_life();
+    std::lock_guard lock(life.mu);
+    if (life.phase.load() != Phase::kIdle) return;
     set_openmpi_defaults();
-    prepare_agent(s);
-    s.pid.store(::getpid());
-    s.phase.store(Phase::kStarting);
-    s.service = std::thread(service_main);
+    prepare_agent(rt);
+    life.pid.store(::getpid());
+    life.phase.store(Phase::kStarting);
+    life.service = std::thread(service_main);
   } catch (...) {
     LARDER_LOG_ERROR("cannot start larder's service thread; the job runs without the cache");
-    state().phase.store(Phase::kStopped);
+    Runtime::instance().mpi_life().phase.store(Phase::kStopped);
   }
 }
 
 bool wait_until_started(std::chrono::milliseconds timeout) noexcept {
-  State& s = state();
-  if (s.phase.load(std::memory_order_acquire) == Phase::kRunning) return true;
-  if (s.phase.load(std::memory_order_acquire) != Phase::kStarting) return false;
+  MpiLife& life = Runtime::instance().mpi_life();
+  const Phase now = life.phase.load(std::memory_order_acquire);
+  if (now != Phase::kStarting) return now == Phase::kRunning && Runtime::instance().active();
   try {
-    std::unique_lock lock(s.mu);
-    s.changed.wait_for(lock, timeout, [&] { return s.phase.load() != Phase::kStarting; });
-    return s.phase.load() == Phase::kRunning && s.runtime_up;
+    std::unique_lock lock(life.mu);
+    life.changed.wait_for(lock, timeout, [&] { return life.phase.load() != Phase::kStarting; });
+    return life.phase.load() == Phase::kRunning && life.runtime_up;
   } catch (...) {
     return false;
   }
 }
 
+bool owns_mpi_start() noexcept {
+  MpiLife& life = Runtime::instance().mpi_life();
+  if (life.pid.load(std::memory_order_relaxed) != ::getpid()) return false;
+  const Phase p = life.phase.load(std::memory_order_acquire);
+  return p == Phase::kStarting || p == Phase::kRunning;
+}
+
 int on_init(int* argc, char*** argv, int required, int* provided, bool thread_variant) noexcept {
-  if (is_worker_process()) {
+  Runtime& rt = Runtime::instance();
+  if (rt.role() == Role::kWorker || is_worker_process()) {
     LARDER_LOG_ERROR(
-        "this process is a worker of an MPI rank (forked or spawned by it); it must not "
+        "this process is a worker of an MPI rank (forked, spawned or exec'd by it); it must not "
         "initialise MPI, which would break the rank's connection to its launcher");
     return MPI_ERR_OTHER;
   }
-  if (!activation_requested()) {
+  if (!rt.requested()) {
     return thread_variant ? PMPI_Init_thread(argc, argv, required, provided)
                           : PMPI_Init(argc, argv);
   }
   try {
-    State& s = state();
-    std::unique_lock lock(s.mu);
-    s.changed.wait(lock, [&] { return s.phase.load() != Phase::kStarting; });
-    if (s.phase.load() == Phase::kRunning && s.larder_owns_mpi) {
+    MpiLife& life = rt.mpi_life();
+    std::unique_lock lock(life.mu);
+    life.changed.wait(lock, [&] { return life.phase.load() != Phase::kStarting; });
+    if (life.phase.load() == Phase::kRunning && life.larder_owns_mpi) {
       if (provided != nullptr) PMPI_Query_thread(provided);  // MPI is ready: say so
       return MPI_SUCCESS;
     }
-    if (s.phase.load() != Phase::kIdle) {
+    if (life.phase.load() != Phase::kIdle) {
       lock.unlock();  // a second MPI_Init, or one after MPI_Finalize: let MPI report it
       return thread_variant ? PMPI_Init_thread(argc, argv, required, provided)
                             : PMPI_Init(argc, argv);
     }
-    set_openmpi_defaults();
     int got = MPI_THREAD_SINGLE;
     const int rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &got);
     if (rc != MPI_SUCCESS) return rc;
     if (provided != nullptr) *provided = got;
-    s.pid.store(::getpid());
-    s.phase.store(Phase::kStarting);
-    prepare_agent(s);
+    life.pid.store(::getpid());
+    life.phase.store(Phase::kStarting);
+    rt.set_role(Role::kRank);
     {
       ReentryGuard guard;  // the runtime's own calls go straight to the real functions
-      s.runtime_up = start_runtime(s);
+      life.runtime_up = start_runtime(rt);
     }
-    s.phase.store(Phase::kRunning);
-    s.changed.notify_all();
+    life.phase.store(Phase::kRunning);
+    life.changed.notify_all();
     return MPI_SUCCESS;
   } catch (...) {
     return MPI_ERR_INTERN;
@@ -217,57 +240,39 @@ int on_init(int* argc, char*** argv, int required, int* provided, bool thread_va
 
 int on_finalize() noexcept {
   try {
-    State& s = state();
-    std::unique_lock lock(s.mu);
-    s.changed.wait(lock, [&] { return s.phase.load() != Phase::kStarting; });
-    if (s.phase.load() != Phase::kRunning) {
+    MpiLife& life = Runtime::instance().mpi_life();
+    std::unique_lock lock(life.mu);
+    life.changed.wait(lock, [&] { return life.phase.load() != Phase::kStarting; });
+    if (life.phase.load() != Phase::kRunning) {
       lock.unlock();
       return PMPI_Finalize();
     }
-    if (s.larder_owns_mpi) {
-      s.stop_requested = true;
-      s.changed.notify_all();
-      s.changed.wait(lock, [&] { return s.phase.load() == Phase::kStopped; });
-      return s.finalize_rc;
-    }
-    s.phase.store(Phase::kStopping);
-    {
-      ReentryGuard guard;
-      stop_runtime(s, s.runtime_up);
-    }
-    s.runtime_up = false;
-    const int rc = PMPI_Finalize();
-    s.phase.store(Phase::kStopped);
-    s.changed.notify_all();
-    return rc;
+    return stop_here(life, lock, /*finalize_mpi=*/true);
   } catch (...) {
     return MPI_ERR_INTERN;
   }
 }
 
 void on_exit() noexcept {
-  State& s = state();
-  if (s.pid.load() != ::getpid()) return;  // a child, or nothing was started
+  Runtime& rt = Runtime::instance();
+  MpiLife& life = rt.mpi_life();
+  if (life.pid.load() != ::getpid()) return;  // a child, or nothing was started here
   try {
-    std::unique_lock lock(s.mu);
-    if (!s.service.joinable()) return;  // the application owns MPI: its MPI_Finalize stops us
-    s.changed.wait(lock, [&] { return s.phase.load() != Phase::kStarting; });
-    if (s.phase.load() == Phase::kRunning) {
-      s.stop_requested = true;
-      s.changed.notify_all();
-      s.changed.wait(lock, [&] { return s.phase.load() == Phase::kStopped; });
+    std::unique_lock lock(life.mu);
+    // MPI_Init waits for every rank: one that never started (its program never loaded Larder)
+    // leaves the others waiting. Exit anyway after LARDER_TIMEOUT; the stuck thread goes with
+    // the process.
+    if (!life.changed.wait_for(lock, rt.config().wait_timeout,
+                               [&] { return life.phase.load() != Phase::kStarting; })) {
+      LARDER_LOG_WARN("MPI was still starting at exit (a rank never joined); leaving without it");
+      if (life.service.joinable()) life.service.detach();
+      return;
     }
-    std::thread service = std::move(s.service);
-    lock.unlock();
-    service.join();
+    // The application initialised MPI and exits without MPI_Finalize: not ours to finalize.
+    if (life.phase.load() != Phase::kRunning || !life.larder_owns_mpi) return;
+    (void)stop_here(life, lock, /*finalize_mpi=*/true);
   } catch (...) {
   }
-}
-
-void on_fork_child() noexcept {
-  State& s = state();
-  if (agent::AgentServer* a = s.agent.load(std::memory_order_relaxed)) a->close_in_child();
-  s.pid.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace larder::mpi_hooks

@@ -3,7 +3,22 @@
 // symbol lookup when preloaded, so these win over the MPI library's own definitions.
 #include <mpi.h>
 
+#include "runtime/api/runtime.hpp"
 #include "runtime/mpi_hooks/lifecycle.hpp"
+
+namespace {
+
+// When the library loads (the process has one thread, MPI has not started): the Open MPI
+// defaults Larder needs, for a program that will call MPI_Init itself. Nothing is set later.
+__attribute__((constructor)) void larder_hooks_init() {
+  int initialized = 0;
+  if (PMPI_Initialized(&initialized) != MPI_SUCCESS || initialized != 0) return;
+  if (larder::Runtime::instance().requested() && !larder::mpi_hooks::is_worker_process()) {
+    larder::mpi_hooks::set_openmpi_defaults();
+  }
+}
+
+}  // namespace
 
 extern "C" {
 

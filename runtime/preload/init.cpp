@@ -15,7 +15,7 @@ __attribute__((constructor)) void larder_preload_init() {
 }
 
 [[noreturn]] void leave(void (*real_exit)(int), int status) noexcept {
-  if (larder::preload::g_enabled) larder::preload::Process::get().on_exit();
+  if (larder::preload::enabled()) larder::preload::on_exit();
   larder::preload::real::ensure();
   if (real_exit != nullptr) real_exit(status);
   __builtin_trap();

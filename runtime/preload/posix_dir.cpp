@@ -56,7 +56,7 @@ class Registry {
 };
 
 ListedDir* ours(DIR* d) noexcept {
-  if (!g_enabled || d == nullptr) return nullptr;
+  if (!enabled() || d == nullptr) return nullptr;
   try {
     return Registry::get().find(d);
   } catch (...) {

@@ -14,7 +14,7 @@ namespace {
 
 // After a real dup of managed `from` into `to`: `to` shares `from`'s entry.
 int adopt_copy(int from, int to) noexcept {
-  if (to < 0 || !Process::get().owns_table()) return to;
+  if (to < 0 || !owns_table()) return to;
   try {
     if (auto file = files().find(from)) files().adopt(to, std::move(file));
   } catch (...) {
@@ -27,13 +27,13 @@ template <class Real>
 int dup_onto(int from, int to, Real&& real_call) noexcept {
   ReentryGuard guard;
   real::ensure();
-  if (!guard.outermost() || !g_enabled) return real_call();
+  if (!guard.outermost() || !enabled()) return real_call();
   const bool from_managed = files().maybe_managed(from);
   const bool to_managed = files().maybe_managed(to);
   if (!from_managed && !to_managed) return real_call();
   if (from == to) return real_call();
   const int rc = real_call();
-  if (rc < 0 || !Process::get().owns_table()) return rc;
+  if (rc < 0 || !owns_table()) return rc;
   if (to_managed) files().forget(to);
   return from_managed ? adopt_copy(from, rc) : rc;
 }

@@ -14,7 +14,7 @@ namespace {
 // Every mapping the preload makes or passes on: through UCX when Larder took mmap back from
 // UCX's hook (ucx_hooks.hpp), so UCX still sees it; else libc's.
 void* pass_mmap(void* addr, size_t len, int prot, int flags, int fd, off64_t offset) noexcept {
-  if (MmapFn ucm = g_ucm_mmap.load(std::memory_order_acquire)) {
+  if (MmapFn ucm = ucm_mmap()) {
     return ucm(addr, len, prot, flags, fd, static_cast<off_t>(offset));
   }
   real::ensure();  // mmap may be called by other libraries' constructors before ours

@@ -15,7 +15,7 @@ namespace {
 std::optional<int> serve_open(FileService& svc, const std::string& abs, int flags) {
   if (!ops::cacheable_flags(flags)) {
     if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) != 0) {
-      Process::get().mark_written(abs);
+      runtime().mark_written(abs);
     }
     return std::nullopt;
   }
@@ -44,13 +44,13 @@ mode_t mode_arg(int flags, va_list ap) noexcept {
 }
 
 bool close_managed(int fd) noexcept {
-  if (!Process::get().owns_table()) return false;  // a vfork()ed child: leave the table alone
+  if (!owns_table()) return false;  // a vfork()ed child: leave the table alone
   return ops::try_close(files(), fd).has_value();
 }
 
 // Forgets the managed descriptors in [first, last] before a range close.
 void forget_range(unsigned first, unsigned last) noexcept {
-  if (!g_enabled || !Process::get().owns_table()) return;
+  if (!enabled() || !owns_table()) return;
   const unsigned end = std::min<unsigned>(last, FileTable::kMaxTracked - 1);
   for (unsigned fd = first; fd <= end; ++fd) {
     if (files().maybe_managed(static_cast<int>(fd))) files().forget(static_cast<int>(fd));

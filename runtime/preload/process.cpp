@@ -4,20 +4,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
-#include "runtime/agent/channel.hpp"
+#include "runtime/agent/agent_client.hpp"
 #include "runtime/api/reentry.hpp"
-#include "runtime/api/runtime.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
 #include "runtime/mpi_hooks/lifecycle.hpp"
 #include "runtime/path/path.hpp"
-#include "runtime/preload/fast_path.hpp"
 #include "runtime/preload/real.hpp"
 #include "runtime/preload/ucx_hooks.hpp"
 
@@ -40,32 +39,64 @@ bool is_clean_absolute(std::string_view p) noexcept {
   return true;
 }
 
-void fork_prepare() {
-  if (g_process != nullptr) g_process->on_fork_prepare();
-}
-void fork_parent() {
-  if (g_process != nullptr) g_process->on_fork_parent();
-}
-void fork_child() {
-  if (g_process != nullptr) g_process->on_fork_child();
-}
-void at_exit() {
-  ReentryGuard guard;
-  if (g_process != nullptr) g_process->on_exit();
-}
-
-}  // namespace
-
-Process::Process() = default;
-
-bool Process::under_prefix(std::string_view clean) const noexcept {
-  for (const std::string& prefix : config_.prefixes) {
+bool under_prefix(std::string_view clean) noexcept {
+  for (const std::string& prefix : runtime().config().prefixes) {
     if (path::is_within(clean, prefix)) return true;
   }
   return false;
 }
 
-std::optional<std::string> Process::candidate(const char* path) const {
+void fork_prepare() {
+  files().lock_for_fork();
+}
+void fork_parent() {
+  files().unlock_after_fork();
+}
+void fork_child() {
+  Runtime& rt = runtime();
+  rt.on_fork_child();
+  // The parent's session (and its MPI) is not ours: from now on this process is a worker (when
+  // the parent serves workers) or passes everything through.
+  rt.set_role(mpi_hooks::is_worker_process() ? Role::kWorker : Role::kOff);
+}
+void at_exit() {
+  ReentryGuard guard;
+  on_exit();
+}
+
+// A process that asked for Larder (LARDER_PREFIX) but was not started by an MPI launcher runs
+// without the cache unless it calls MPI_Init: say so once for the whole process tree (children
+// inherit the marker), with what to do.
+void tell_not_launched() {
+  constexpr const char* kMarker = "LARDER_NOTICE_GIVEN";
+  if (std::getenv(kMarker) != nullptr) return;
+  LARDER_LOG_WARN(
+      "not started by an MPI launcher (no PMI_RANK, PMI_FD, OMPI_COMM_WORLD_RANK or PMIX_RANK): "
+      "this process and its children read without the cache unless the program calls MPI_Init. "
+      "Launch one rank per node with mpiexec or srun (e.g. mpiexec -n NODES -ppn 1 torchrun "
+      "...; srun --ntasks-per-node=1 --mpi=pmi2 torchrun ...): the processes it starts are "
+      "served through it (docs/user-guide.md, \"torchrun\")");
+  ::setenv(kMarker, "1", 1);  // the constructor: the process has one thread
+}
+
+// A process under an MPI launcher that is not the rank's program (a wrapper script ran it without
+// exec) makes a managed call: say once why it reads without the cache.
+void tell_not_rank_once() {
+  if (!mpi_hooks::launched_by_mpiexec() || runtime().mpi_life().phase.load() != Phase::kIdle) {
+    return;
+  }
+  static std::atomic<bool> told{false};  // NOLINT: a once-flag for one message
+  if (told.exchange(true, std::memory_order_relaxed)) return;
+  LARDER_LOG_WARN(
+      "process {} reads without the cache: a launcher wrapper (pid {}) started it without exec, "
+      "so it is not the rank's program; Larder runs in the program a wrapper execs (end the "
+      "wrapper with exec \"$@\") and serves the processes that program starts",
+      ::getpid(), ::getppid());
+}
+
+}  // namespace
+
+std::optional<std::string> candidate(const char* path) {
   if (path == nullptr || *path == '\0') return std::nullopt;
   if (path[0] == '/' && surely_outside(path)) return std::nullopt;  // the common case, cheaply
   const std::string_view p(path);
@@ -77,14 +108,11 @@ std::optional<std::string> Process::candidate(const char* path) const {
     abs = path::absolute(p);
     if (abs.empty() || !under_prefix(abs)) return std::nullopt;
   }
-  if (any_written_.load(std::memory_order_relaxed)) {
-    std::lock_guard lock(written_mu_);
-    if (std::find(written_.begin(), written_.end(), abs) != written_.end()) return std::nullopt;
-  }
+  if (runtime().written(abs)) return std::nullopt;
   return abs;
 }
 
-std::optional<std::string> Process::candidate_at(int dirfd, const char* path) const {
+std::optional<std::string> candidate_at(int dirfd, const char* path) {
   if (path == nullptr || *path == '\0') return std::nullopt;
   if (dirfd == AT_FDCWD || path[0] == '/') return candidate(path);
   char link[64];
@@ -97,55 +125,30 @@ std::optional<std::string> Process::candidate_at(int dirfd, const char* path) co
   return candidate(abs.c_str());
 }
 
-void Process::mark_written(const std::string& abs) {
-  std::lock_guard lock(written_mu_);
-  if (std::find(written_.begin(), written_.end(), abs) == written_.end()) written_.push_back(abs);
-  any_written_.store(true, std::memory_order_relaxed);
-}
-
-agent::AgentClient* Process::client() noexcept {
-  if (auto* c = client_.load(std::memory_order_acquire)) return c;
-  if (client_failed_.load(std::memory_order_acquire)) return nullptr;
-  try {
-    std::lock_guard lock(client_mu_);
-    if (auto* c = client_.load(std::memory_order_acquire)) return c;
-    const char* name = std::getenv(agent::kEnvName);
-    auto connected = agent::AgentClient::connect(name != nullptr ? name : "", config_);
-    if (!connected.ok()) {
-      LARDER_LOG_INFO("no agent to serve this worker process, reading the file system: {}",
-                      connected.status().message());
-      client_failed_.store(true, std::memory_order_release);
-      return nullptr;
-    }
-    auto* c = connected->release();  // never deleted: forked children and exit handlers use it
-    client_.store(c, std::memory_order_release);
-    return c;
-  } catch (...) {
-    client_failed_.store(true, std::memory_order_release);
-    return nullptr;
-  }
-}
-
-Process::Service Process::service() noexcept {
-  if (role_.load(std::memory_order_relaxed) == Role::kClient) {
-    Service s;
-    s.svc = client();
-    return s;
-  }
-  if (!session_allowed_.load(std::memory_order_relaxed)) return {};
-  if (mpi_hooks::wait_until_started(config_.wait_timeout) &&
-      !mmap_checked_.load(std::memory_order_relaxed) &&
-      !mmap_checked_.exchange(true, std::memory_order_relaxed)) {
-    reclaim_mmap_from_ucx();  // a UCX that hooks mmap in MPI_Init, not when it loads
-  }
+Service service() noexcept {
+  Runtime& rt = runtime();
   Service s;
-  s.session = Runtime::instance().session();
-  s.svc = s.session.get();
+  switch (rt.role()) {
+    case Role::kWorker:
+      s.svc = rt.worker_client();
+      return s;
+    case Role::kOff:
+      if (!rt.active()) {  // nothing started here (a program's own MPI_Init may later)
+        tell_not_rank_once();
+        return s;
+      }
+      break;
+    case Role::kRank:
+      (void)mpi_hooks::wait_until_started(rt.config().wait_timeout);
+      break;
+  }
+  s.lease = rt.session();
+  s.svc = s.lease.get();
   return s;
 }
 
-bool Process::detach(int fd) noexcept {
-  auto file = files_.find(fd);
+bool detach(int fd) noexcept {
+  auto file = files().find(fd);
   if (file == nullptr || file->directory) return false;
   const int fd_flags = real::fcntl != nullptr ? real::fcntl(fd, F_GETFD) : 0;
   const int cloexec = fd_flags > 0 && (fd_flags & FD_CLOEXEC) != 0 ? O_CLOEXEC : 0;
@@ -155,64 +158,83 @@ bool Process::detach(int fd) noexcept {
   sys::close(tmp);
   if (!ok) return false;
   ::syscall(SYS_lseek, fd, static_cast<off_t>(file->position.load()), SEEK_SET);
-  files_.forget(fd);
+  files().forget(fd);
   return true;
 }
 
-bool Process::owns_table() const noexcept {
-  return ::getpid() == pid_.load(std::memory_order_relaxed);
+bool owns_table() noexcept {
+  return ::getpid() == runtime().pid();
 }
 
-void Process::on_fork_prepare() noexcept {
-  files_.lock_for_fork();
-}
-
-void Process::on_fork_parent() noexcept {
-  files_.unlock_after_fork();
-}
-
-void Process::on_fork_child() noexcept {
-  files_.reset_lock_in_child();
-  pid_.store(::getpid(), std::memory_order_relaxed);
-  mpi_hooks::on_fork_child();
-  // The parent's session (and its MPI) is not ours: from now on this process is a worker.
-  session_allowed_.store(false, std::memory_order_relaxed);
-  if (auto* old = client_.exchange(nullptr, std::memory_order_relaxed)) old->abandon_in_child();
-  client_failed_.store(false, std::memory_order_relaxed);
-  role_.store(mpi_hooks::is_worker_process() ? Role::kClient : Role::kOff,
-              std::memory_order_relaxed);
-}
-
-void Process::on_exit() noexcept {
-  if (auto* c = client_.load(std::memory_order_acquire)) c->flush_stats();
+void on_exit() noexcept {
+  Runtime& rt = runtime();
+  if (rt.role() == Role::kWorker) {
+    if (auto* c = rt.worker_client()) c->flush_stats();
+    return;
+  }
   mpi_hooks::on_exit();
+}
+
+// The basename of the program of process `pid` ("self" for this one), or "" when it cannot be
+// read.
+std::string program_name(const std::string& pid) {
+  char exe[PATH_MAX];
+  const std::string link = "/proc/" + pid + "/exe";
+  const ssize_t n = ::readlink(link.c_str(), exe, sizeof exe - 1);
+  if (n <= 0) return {};
+  const std::string_view full(exe, static_cast<std::size_t>(n));
+  const std::size_t slash = full.rfind('/');
+  return std::string(slash == std::string_view::npos ? full : full.substr(slash + 1));
+}
+
+// A process under an MPI launcher is the rank's program unless a launcher wrapper (a shell, env,
+// numactl...) started it: the launcher's daemon starts the rank, and a wrapper execs the real
+// program in its place (same pid, same parent); a child that a wrapper starts (its helper
+// commands, or the program itself when the wrapper does not exec) is not the rank. The parent's
+// environment cannot carry this: shells rebuild the environment they pass on from their own
+// variables, ignoring what a library constructor set.
+bool rank_image() {
+  return mpi_hooks::wrapper_kind(program_name(std::to_string(::getppid()))) !=
+         mpi_hooks::Wrapper::kExec;
 }
 
 void initialize() noexcept {
   ReentryGuard guard;
   real::resolve_all();
-  if (!mpi_hooks::activation_requested()) return;
+  Runtime& rt = runtime();  // parses the configuration, once
+  if (!rt.config_status().ok() && std::getenv("LARDER_PREFIX") != nullptr) {
+    LARDER_LOG_ERROR("{}; larder is off for this process", rt.config_status().message());
+    return;
+  }
+  if (!rt.requested()) return;
   try {
-    auto config = Config::from_environment();
-    if (!config.ok()) {
-      LARDER_LOG_ERROR("{}; larder is off for this process", config.status().message());
-      return;
-    }
-    if (!config->enabled || config->prefixes.empty()) return;
-    reclaim_mmap_from_ucx();  // UCX's constructor has hooked mmap already (ucx_hooks.hpp)
-    auto* p = new Process();  // never deleted
-    p->config_ = std::move(*config);
-    p->pid_.store(::getpid());
     if (mpi_hooks::is_worker_process()) {
-      p->role_.store(Role::kClient);
-    } else if (mpi_hooks::launched_by_mpiexec()) {
-      p->role_.store(Role::kRank);
-      mpi_hooks::start_self_init();
+      rt.set_role(Role::kWorker);
+    } else if (mpi_hooks::launched_by_mpiexec() && !rank_image()) {
+      // A process a launcher wrapper started without exec (its own helper commands, or the
+      // program itself): not the rank. It passes through, and may still call MPI_Init itself.
+      take_mmap_from_ucx();  // while the process has one thread (ucx_hooks.hpp)
+      rt.set_role(Role::kOff);
+    } else {
+      const std::string program = program_name("self");
+      if (mpi_hooks::wrapper_kind(program) != mpi_hooks::Wrapper::kNone) {
+        // A launcher wrapper (a shell, env, numactl, a pyenv shim...) at the rank's pid: the
+        // program it execs starts Larder. Nothing here, so the exec cuts nothing off.
+        LARDER_LOG_DEBUG("{} is a launcher wrapper: larder starts in the program it execs",
+                         program);
+        return;
+      }
+      take_mmap_from_ucx();  // while the process has one thread (ucx_hooks.hpp)
+      if (mpi_hooks::launched_by_mpiexec()) {
+        rt.set_role(Role::kRank);
+        mpi_hooks::start_self_init();
+      } else {
+        tell_not_launched();
+      }
     }
-    g_process = p;
     ::pthread_atfork(fork_prepare, fork_parent, fork_child);
     std::atexit(at_exit);
-    g_enabled = true;
+    rt.set_intercepting(true);
   } catch (...) {
     LARDER_LOG_ERROR("larder could not start in this process (out of memory)");
   }

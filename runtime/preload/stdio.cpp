@@ -66,7 +66,7 @@ FILE* open_stream(const char* path, const char* mode, Real&& real_call) noexcept
                  [&](FileService& svc, const std::string& abs) -> std::optional<FILE*> {
                    auto flags = read_only_flags(mode);
                    if (!flags) {
-                     Process::get().mark_written(abs);
+                     runtime().mark_written(abs);
                      return std::nullopt;
                    }
                    auto fd = ops::open_path(svc, files(), abs, *flags);

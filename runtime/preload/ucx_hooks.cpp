@@ -8,10 +8,11 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
-#include <mutex>
 
+#include "runtime/api/runtime.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
+#include "ucx_transport/memory_hooks.hpp"
 
 namespace larder::preload {
 namespace {
@@ -91,9 +92,12 @@ bool restore(const Segment& seg, const char* file, void* func, const char* name)
 
 }  // namespace
 
-int reclaim_mmap_from_ucx() noexcept {
-  static std::mutex mu;
-  std::lock_guard lock(mu);
+MmapFn ucm_mmap() noexcept {
+  return reinterpret_cast<MmapFn>(Runtime::instance().ucm_mmap());
+}
+
+int take_mmap_from_ucx() noexcept {
+  (void)ucx::install_memory_hooks_now();
   int restored = 0;
   for (const char* name : {"mmap", "mmap64"}) {
     // The definition the program's calls reach first: the preload library's, or that of a tool
@@ -115,9 +119,7 @@ int reclaim_mmap_from_ucx() noexcept {
   }
   if (restored > 0) {
     // UCX wanted to see every mmap: pass the calls Larder does not serve to it.
-    if (auto* ucm = reinterpret_cast<MmapFn>(::dlsym(RTLD_DEFAULT, "ucm_mmap"))) {
-      g_ucm_mmap.store(ucm, std::memory_order_release);
-    }
+    if (void* ucm = ::dlsym(RTLD_DEFAULT, "ucm_mmap")) Runtime::instance().set_ucm_mmap(ucm);
     LARDER_LOG_DEBUG("took mmap back from UCX's memory hook ({} entry points)", restored);
   }
   return restored;

@@ -27,12 +27,8 @@
 
 namespace larder::preload {
 
-inline FileTable& files() noexcept {
-  return Process::get().files();
-}
-
 inline bool fd_is_managed(int fd) noexcept {
-  return g_enabled && files().maybe_managed(fd);
+  return enabled() && files().maybe_managed(fd);
 }
 
 using larder::FileService;
@@ -73,8 +69,8 @@ inline bool needs_mode(int flags) noexcept {
 // test it first, before they build anything: it is all an unmanaged stat or open pays.
 inline bool passes_through(const char* path) noexcept {
   real::ensure();
-  if (!g_enabled || larder::t_reentry_depth != 0) return true;
-  return path != nullptr && path[0] == '/' && Process::get().surely_outside(path);
+  if (!enabled() || larder::t_reentry_depth != 0) return true;
+  return path != nullptr && path[0] == '/' && surely_outside(path);
 }
 
 // Runs `f` out of line: keeps the serving code's stack frame out of a wrapper's pass-through.
@@ -96,11 +92,11 @@ template <class Real, class Serve>
     -> decltype(real_call()) {
   ReentryGuard guard;
   try {
-    Process::Service svc = Process::get().service();
+    Service svc = service();
     if (!svc) {
       // Nothing can serve it any more (the runtime finished, the agent is gone): make it a
       // real descriptor of the same file and let the real call have it.
-      Process::get().detach(fd);
+      detach(fd);
       return real_call();
     }
     if (auto r = serve(*svc.svc)) return *r;
@@ -124,9 +120,9 @@ template <class Real, class Serve>
                                   Serve& serve) noexcept -> decltype(real_call()) {
   ReentryGuard guard;
   try {
-    auto abs = Process::get().candidate_at(dirfd, path);
+    auto abs = candidate_at(dirfd, path);
     if (!abs) return real_call();
-    Process::Service svc = Process::get().service();
+    Service svc = service();
     if (!svc) return real_call();
     if (auto r = serve(*svc.svc, *abs)) return *r;
   } catch (...) {

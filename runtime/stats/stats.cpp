@@ -102,6 +102,31 @@ void Stats::record_latency(std::uint64_t ns) noexcept {
   }
 }
 
+void Stats::record_app_read(std::uint64_t bytes,
+                            std::chrono::steady_clock::time_point start) noexcept {
+  add(Counter::app_read_calls);
+  add(Counter::app_bytes_read, bytes);
+  record_latency(static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count()));
+}
+
+void Stats::add(const StatsSnapshot& other) noexcept {
+  for (int i = 0; i < kCounterCount; ++i) {
+    if (other.counters[i] != 0)
+      counters_[i].fetch_add(other.counters[i], std::memory_order_relaxed);
+  }
+  for (int i = 0; i < kLatencyBuckets; ++i) {
+    if (other.latency[i] != 0) latency_[i].fetch_add(other.latency[i], std::memory_order_relaxed);
+  }
+  latency_sum_ns_.fetch_add(other.latency_sum_ns, std::memory_order_relaxed);
+  std::uint64_t prev = latency_max_ns_.load(std::memory_order_relaxed);
+  while (other.latency_max_ns > prev &&
+         !latency_max_ns_.compare_exchange_weak(prev, other.latency_max_ns,
+                                                std::memory_order_relaxed)) {
+  }
+}
+
 StatsSnapshot Stats::snapshot() const noexcept {
   StatsSnapshot s;
   for (int i = 0; i < kCounterCount; ++i)

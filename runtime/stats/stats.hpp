@@ -8,6 +8,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -76,6 +77,10 @@ class Stats {
     counters_[static_cast<int>(c)].fetch_add(n, std::memory_order_relaxed);
   }
   void record_latency(std::uint64_t ns) noexcept;
+  // One read call of the application: app.read_calls, app.bytes_read and its latency.
+  void record_app_read(std::uint64_t bytes, std::chrono::steady_clock::time_point start) noexcept;
+  // Adds every counter and the histogram of `other` (a worker's slot, at finalize).
+  void add(const StatsSnapshot& other) noexcept;
   StatsSnapshot snapshot() const noexcept;
 
  private:

@@ -136,8 +136,8 @@ std::string JobDir::arena_path(int rank, Tier tier) const {
   return shm_job_ + "/arena-" + std::to_string(rank) + ".mem";
 }
 
-std::string JobDir::agent_socket_path(int rank) const {
-  return shm_job_ + "/agent-" + std::to_string(rank) + ".sock";
+std::string JobDir::worker_stats_path(int rank) const {
+  return shm_job_ + "/workers-" + std::to_string(rank) + ".stats";
 }
 
 void JobDir::remove_all() const noexcept {

@@ -3,7 +3,7 @@
 //   <shm_dir>/larder-<uid>/            0700, must be owned by us
 //       <job>.lock                     every live process of the job holds a shared flock on it
 //       <job>/arena-<rank>.mem         memory-tier arenas (0600)
-//       <job>/agent-<rank>.sock        worker-process agents
+//       <job>/workers-<rank>.stats     the counters of a rank's worker processes
 //   <local_dir>/larder-<uid>/<job>/arena-<rank>.disk   disk-tier arenas
 //
 // A job whose lock file nobody holds, or whose directories have no lock file, is dead: the
@@ -33,7 +33,7 @@ class JobDir {
   JobDir& operator=(JobDir&&) noexcept = default;
 
   std::string arena_path(int rank, Tier tier) const;
-  std::string agent_socket_path(int rank) const;
+  std::string worker_stats_path(int rank) const;
   const std::string& job_id() const noexcept { return job_id_; }
   const std::string& shm_job_dir() const noexcept { return shm_job_; }
 

@@ -21,6 +21,9 @@ class Transport {
   virtual const char* name() const noexcept = 0;
   // Copies into.size() bytes at `offset` of rank `owner`'s arena `tier` into `into`.
   virtual Status get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) = 0;
+  // Finalize has begun on this rank: peers closing their side from now on is the job ending in
+  // order, not a failure to report.
+  virtual void begin_close() noexcept {}
 };
 
 }  // namespace larder
