@@ -45,7 +45,7 @@ void route_through_cache(const char* name, hid_t fapl_id, const larder_vol_info_
   const bool mpio = is_mpio(driver);
   if (!mpio && driver != H5FD_SEC2 && driver != H5FD_STDIO && !is_cache_driver(driver)) return;
   MPI_Comm comm = mpio ? mpio_comm(fapl_id) : MPI_COMM_NULL;
-  const bool running = ensure_runtime(info.start, comm);  // collective when comm is set
+  const bool running = ensure_runtime(info.start, comm, name);  // collective when comm is set
   if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   if (!running || !larder_is_managed(name)) return;
   const hid_t cache_driver = cache_driver_id();

@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Installs what Larder needs on Debian bookworm and builds HDF5 1.14.5 once per MPI.
+# Installs what Larder needs on Debian bookworm and builds HDF5 1.14.5 and h5py once per MPI.
 #
 # Idempotent and quiet when there is nothing to do. Safe to run on every build.
 #   - apt packages: installed only when missing (one `apt-get update` first, only then).
 #   - HDF5 1.14.5 (parallel, shared): built from Debian trixie's source package into
 #     $LARDER_DEPS/hdf5-1.14.5-<mpi> (default ~/.cache/larder-deps), outside the clone,
 #     and rebuilt only when missing or of another version.
+#   - h5py 3.10.0 on that HDF5 (Debian's h5py is built on HDF5 1.10, which has no VOL layer),
+#     into $LARDER_DEPS/h5py-3.10.0-<mpi> (use it with PYTHONPATH=<that directory>), from
+#     $LARDER_VENDOR/h5py-3.10.0.tar.gz (default: ../shared/vendor next to the clone, checked
+#     against its .sha256), else from PyPI when it is reachable; without either it says so and
+#     goes on (the h5py tests then report "skipped").
 # Usage: scripts/setup.sh [--mpi mpich|openmpi|all]   (default: all)
 set -euo pipefail
 
 readonly HDF5_VERSION=1.14.5
 readonly HDF5_DEB_VERSION=1.14.5+repack-3
+readonly H5PY_VERSION=3.10.0
 DEPS_DIR=${LARDER_DEPS:-${HOME}/.cache/larder-deps}
+REPO_DIR=$(cd "$(dirname "$0")/.." && pwd)
+VENDOR_DIR=${LARDER_VENDOR:-${REPO_DIR}/../shared/vendor}
+PYTHON=/usr/bin/python3  # Debian's, with numpy (h5py is built for it)
 MPIS=(mpich openmpi)
 
 while [[ $# -gt 0 ]]; do
@@ -38,6 +47,8 @@ PACKAGES=(
   libboost-program-options-dev libgtest-dev libgmock-dev
   libyaml-cpp-dev libxxhash-dev libfmt-dev nlohmann-json3-dev libzip-dev zlib1g-dev libaec-dev
   python3 python3-numpy python3-mpi4py python3-torch python3-yaml
+  cython3 python3-pkgconfig python3-setuptools python3-pip
+  slurm-wlm slurmctld slurmd slurm-client munge
   gnuplot-nox sshfs openssh-server openssh-client fuse3 iproute2 procps psmisc
   numactl bubblewrap
 )
@@ -129,6 +140,68 @@ build_hdf5() {
   rm -rf "$build_dir"
 }
 
+# h5py's source: the vendored release tarball (checked), else PyPI's when it answers. Prints the
+# tarball's path, or nothing when there is none.
+h5py_source() {
+  local vendored=$VENDOR_DIR/h5py-${H5PY_VERSION}.tar.gz
+  if [[ -f $vendored ]]; then
+    if [[ -f $vendored.sha256 ]] && ! (cd "$VENDOR_DIR" && sha256sum --quiet -c "$vendored.sha256" \
+        >/dev/null 2>&1); then
+      log "$vendored does not match $vendored.sha256: not using it"
+    else
+      echo "$vendored"
+      return 0
+    fi
+  fi
+  local src_dir=$DEPS_DIR/src
+  local downloaded=$src_dir/h5py-${H5PY_VERSION}.tar.gz
+  if [[ -f $downloaded ]]; then echo "$downloaded"; return 0; fi
+  mkdir -p "$src_dir"
+  if "$PYTHON" -m pip download --quiet --no-deps --no-binary=:all: --no-build-isolation \
+      --retries 0 --timeout 15 -d "$src_dir" "h5py==${H5PY_VERSION}" >/dev/null 2>&1 \
+      && [[ -f $downloaded ]]; then
+    log "downloaded h5py ${H5PY_VERSION}'s source from PyPI"
+    echo "$downloaded"
+  fi
+}
+
+# Builds h5py (HDF5_MPI=OFF: no mpi4py needed; the HDF5 below it is the parallel one) for the
+# given MPI's HDF5 into $DEPS_DIR/h5py-<version>-<mpi>. Never fails the setup: without a source it
+# says that h5py cannot be built, and the h5py tests skip.
+build_h5py() {
+  local mpi=$1
+  local hdf5=$DEPS_DIR/hdf5-${HDF5_VERSION}-${mpi}
+  local prefix=$DEPS_DIR/h5py-${H5PY_VERSION}-${mpi}
+  local stamp=$prefix/.larder-h5py-version
+  local want="${H5PY_VERSION} ${mpi} hdf5-${HDF5_VERSION}"
+  if [[ -f $stamp && $(cat "$stamp") == "$want" && -f $prefix/h5py/__init__.py ]]; then
+    return 0
+  fi
+  local tarball
+  tarball=$(h5py_source)
+  if [[ -z $tarball ]]; then
+    log "h5py ${H5PY_VERSION} cannot be built: no source (${VENDOR_DIR}/h5py-${H5PY_VERSION}.tar.gz" \
+        "is missing and PyPI cannot be reached); the h5py tests will be skipped"
+    return 0
+  fi
+  local build_dir
+  build_dir=$(mktemp -d "${DEPS_DIR}/build-h5py-${mpi}.XXXXXX")
+  log "building h5py ${H5PY_VERSION} for ${mpi} into ${prefix} (about 2 minutes)"
+  tar xzf "$tarball" -C "$build_dir"
+  rm -rf "$prefix"
+  (
+    cd "$build_dir"/h5py-*/
+    CC=mpicc.${mpi} HDF5_DIR=$hdf5 HDF5_MPI=OFF "$PYTHON" -m pip install --no-deps \
+      --no-build-isolation --no-index --no-warn-script-location --target "$build_dir/out" . \
+      >"$build_dir/build.log" 2>&1 \
+      || { log "h5py build failed for ${mpi}; see $build_dir/build.log"; exit 1; }
+  )
+  mv "$build_dir/out" "$prefix"
+  echo "$want" >"$stamp"
+  rm -rf "$build_dir"
+}
+
 install_packages
 mkdir -p "$DEPS_DIR"
 for mpi in "${MPIS[@]}"; do build_hdf5 "$mpi"; done
+for mpi in "${MPIS[@]}"; do build_h5py "$mpi"; done

@@ -45,9 +45,25 @@ Status write_hydra_files(const CliOptions& cli, const LoadedWorkload& loaded) {
   return {};
 }
 
+// Collective: rank 0 creates the output directory and starts DLIO's log file there (dlio.log).
+Status prepare_output(const std::string& dir, const MpiWorld& world, Console& console) {
+  Status local;
+  if (world.root()) {
+    std::error_code err;
+    std::filesystem::create_directories(dir, err);
+    local = err ? Status::error(fmt::format("cannot create {}: {}", dir, err.message()))
+                : console.start_log(dir + "/dlio.log");
+  }
+  if (!world.all_ok(local.ok())) {
+    return local.ok() ? Status::error("rank 0 could not prepare the output directory") : local;
+  }
+  return {};
+}
+
 Status train(const CliOptions& cli, const LoadedWorkload& loaded, const MpiWorld& world,
              Console& console) {
   const Workload& w = loaded.workload;
+  if (Status s = prepare_output(cli.output_dir, world, console); !s.ok()) return s;
   auto io = start_io(cli.io, w, world, console);
   if (!io.ok()) return io.status();
   Trainer trainer(w, world, console, *io->backend, io->larder_io, io->larder_counters);
@@ -58,6 +74,7 @@ Status train(const CliOptions& cli, const LoadedWorkload& loaded, const MpiWorld
     if (s.ok() && world.root()) s = write_hydra_files(cli, loaded);
   }
   finish_io(io.value(), console);
+  if (Status log = console.finish_log(); s.ok()) s = log;
   return s;
 }
 

@@ -10,6 +10,12 @@
  *    operating system (with no prefix set, every regular file opened read-only is cached).
  *  - All file calls are thread-safe. larder_init and larder_finalize are collective over the
  *    communicator given to larder_init and must be called by one thread of each rank.
+ *    The other collective calls (larder_stage, larder_job_stats_json, larder_summary_line with
+ *    job = 1) are collective over the communicator Larder runs on (MPI_COMM_WORLD when MPI_Init
+ *    started it): every rank calls them, one thread per rank, in the same order.
+ *  - A forked child of a process that runs Larder does not share its session: every call here
+ *    behaves there as if Larder were not initialized (its reads are served by its rank only
+ *    through liblarder_preload.so; see larder_active).
  *  - Descriptors returned by larder_open are real descriptor numbers reserved for Larder; use
  *    them only with larder_* calls. They are valid until larder_close or larder_finalize.
  */
@@ -54,8 +60,20 @@ larder_status_t larder_init(MPI_Comm comm);
  * reference taken by larder_init (Larder stops in MPI_Finalize); one with no larder_init to
  * match returns LARDER_ERR_NOT_INITIALIZED and stops nothing. */
 larder_status_t larder_finalize(void);
-/* 1 when Larder is running in this process, else 0. */
+/* 1 when Larder is running in this process, else 0. Local, thread-safe. */
 int larder_initialized(void);
+
+/* How Larder serves this process's reads of managed files (larder_active). */
+typedef enum {
+  LARDER_ACTIVE_OFF = 0,   /* not at all: reads go straight to the file system */
+  LARDER_ACTIVE_RANK = 1,  /* Larder runs in this process (larder_init, or MPI_Init's hooks) */
+  LARDER_ACTIVE_WORKER = 2 /* a worker of a rank (a forked or spawned child, e.g. a PyTorch
+                              DataLoader worker) under liblarder_preload.so: the rank's cache
+                              serves its reads; the stats calls here answer NOT_INITIALIZED
+                              (the worker's reads are counted by its rank) */
+} larder_active_t;
+/* One of larder_active_t. Local, thread-safe, cheap; never fails. */
+int larder_active(void);
 /* The message of this thread's last failed larder_* call ("" if none). */
 const char* larder_last_error(void);
 
@@ -102,10 +120,23 @@ typedef struct larder_stats {
   uint64_t transport_bytes;
 } larder_stats_t;
 
+/* Local, thread-safe. */
 larder_status_t larder_stats_get(larder_stats_t* stats_p);
-/* This rank's counters as JSON (the format of LARDER_STATS). Writes at most `size` bytes
- * including the terminating NUL into `buf`; *needed_p receives the full length + 1. */
+/* This rank's counters as JSON (the format of LARDER_STATS, with "ranks": 1). Writes at most
+ * `size` bytes including the terminating NUL into `buf` (NULL or 0: nothing); *needed_p
+ * receives the full length + 1, so a call with a smaller buffer can be repeated with one of
+ * that size. Local, thread-safe. LARDER_ERR_NOT_INITIALIZED when Larder does not run here. */
 larder_status_t larder_stats_json(char* buf, size_t size, size_t* needed_p);
+/* The job's counters so far: every rank's summed (the latency maximum is the largest), as JSON
+ * in the format of LARDER_STATS ("ranks" is the job's). Collective (see the conventions above);
+ * the result, and so *needed_p, is the same on every rank, so a retry with a larger buffer is
+ * made by every rank. For a cache private to the process, the same as larder_stats_json.
+ * Buffer contract as larder_stats_json. */
+larder_status_t larder_job_stats_json(char* buf, size_t size, size_t* needed_p);
+/* The one-line summary rank 0 prints at the end ("larder: 2 ranks, pfs read 1.2 MiB in 23 ops
+ * ..."), of this rank's counters (job = 0: local, thread-safe) or of the job's (job != 0:
+ * collective, as larder_job_stats_json). Buffer contract as larder_stats_json. */
+larder_status_t larder_summary_line(int job, char* buf, size_t size, size_t* needed_p);
 
 #ifdef __cplusplus
 }

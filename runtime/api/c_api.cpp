@@ -1,6 +1,9 @@
 // larder.h: the C API. Every entry point is a noexcept boundary (docs/style.md, rule 10).
 #include <larder/larder.h>
+#include <pthread.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -8,17 +11,109 @@
 #include <string>
 #include <vector>
 
+#include "mpi_transport/mpi_job.hpp"
 #include "runtime/api/file_ops.hpp"
 #include "runtime/api/runtime.hpp"
+#include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
 
 namespace {
 
 using larder::Errc;
 using larder::Runtime;
+using larder::Session;
 using larder::Status;
 
 thread_local std::string t_last_error;
+
+// A forked child inherits its parent's session object, but not its threads, its MPI or its place
+// in the job: every call here treats it as no session (the preload library serves such a child
+// through its rank's agent instead, and its Runtime drops the session too). Set in the child by
+// the fork handler, so that a program linked with liblarder.so alone is covered as well;
+// inherited by its own children.
+std::atomic<bool> g_session_is_parents{false};
+
+void fork_child() noexcept {
+  if (Runtime::instance().active()) g_session_is_parents.store(true, std::memory_order_relaxed);
+}
+
+struct ForkHandler {
+  ForkHandler() noexcept {
+    if (const int err = pthread_atfork(nullptr, nullptr, &fork_child); err != 0) {
+      LARDER_LOG_WARN("pthread_atfork failed ({}): a forked child may use its parent's session",
+                      std::strerror(err));
+    }
+  }
+};
+const ForkHandler kForkHandler;
+
+// In a rank whose Larder the preload library is starting on its service thread (it starts when
+// the library loads), waits for the start to end, bounded by LARDER_TIMEOUT, as the preload's own
+// wrappers do: `import larder` at the top of a script must see the running cache.
+void wait_for_start() noexcept {
+  Runtime& rt = Runtime::instance();
+  if (rt.role() != larder::Role::kRank) return;
+  larder::MpiLife& life = rt.mpi_life();
+  if (life.phase.load(std::memory_order_acquire) != larder::Phase::kStarting) return;
+  try {
+    std::unique_lock lock(life.mu);
+    life.changed.wait_for(lock, rt.config().wait_timeout,
+                          [&] { return life.phase.load() != larder::Phase::kStarting; });
+  } catch (...) {  // std::system_error from the mutex: do not wait
+  }
+}
+
+// A lease on the session running in this process, or an empty one.
+larder::Lease own_session() noexcept {
+  if (g_session_is_parents.load(std::memory_order_relaxed)) return {};
+  if (larder::Lease s = Runtime::instance().session()) return s;
+  wait_for_start();
+  return Runtime::instance().session();
+}
+
+Status not_running() {
+  return Status(Errc::kUnavailable, 0,
+                g_session_is_parents.load(std::memory_order_relaxed)
+                    ? "larder is not initialized in this process (a forked child: its parent's "
+                      "session is not usable here)"
+                    : "larder is not initialized");
+}
+
+// Copies `text` into `buf` as the stats calls promise (larder.h).
+void copy_out(const std::string& text, char* buf, size_t size, size_t* needed_p) noexcept {
+  if (buf != nullptr && size > 0) {
+    const size_t n = std::min(size - 1, text.size());
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  if (needed_p != nullptr) *needed_p = text.size() + 1;
+}
+
+// Collective over the session's communicator: every rank's counters summed (the latency maximum
+// is the largest of the ranks'); the same on every rank.
+larder::Result<larder::StatsSnapshot> job_snapshot(Session& s) {
+  const larder::StatsSnapshot mine = s.stats().snapshot();
+  larder::MpiJob* job = s.mpi_job();
+  if (job == nullptr) return mine;
+  const larder::Topology& topo = s.topology();
+  std::vector<std::uint64_t> v;
+  v.insert(v.end(), mine.counters.begin(), mine.counters.end());
+  v.insert(v.end(), mine.latency.begin(), mine.latency.end());
+  v.push_back(mine.latency_sum_ns);
+  const std::size_t maxima = v.size();  // then one slot per rank for its latency maximum
+  v.resize(maxima + static_cast<std::size_t>(topo.size), 0);
+  v[maxima + static_cast<std::size_t>(topo.rank)] = mine.latency_max_ns;
+  if (Status st = job->sum(v); !st.ok()) return st;
+  larder::StatsSnapshot total;
+  std::size_t i = 0;
+  for (auto& c : total.counters) c = v[i++];
+  for (auto& b : total.latency) b = v[i++];
+  total.latency_sum_ns = v[i++];
+  total.latency_max_ns =
+      *std::max_element(v.begin() + static_cast<std::ptrdiff_t>(maxima), v.end());
+  total.ranks = topo.size;
+  return total;
+}
 
 larder_status_t to_c_status(const Status& s) noexcept {
   switch (s.code()) {
@@ -78,15 +173,34 @@ T posix_boundary(Fn&& fn) noexcept {
 extern "C" {
 
 larder_status_t larder_init(MPI_Comm comm) {
-  return status_boundary([&] { return Runtime::instance().init(comm); });
+  return status_boundary([&] {
+    if (g_session_is_parents.load(std::memory_order_relaxed)) {
+      return Status(Errc::kInvalidArgument, EALREADY,
+                    "this process was forked from one that runs larder: it cannot start its own");
+    }
+    return Runtime::instance().init(comm);
+  });
 }
 
 larder_status_t larder_finalize(void) {
-  return status_boundary([] { return Runtime::instance().finalize(); });
+  return status_boundary([] {
+    if (g_session_is_parents.load(std::memory_order_relaxed)) return not_running();
+    return Runtime::instance().finalize();
+  });
 }
 
 int larder_initialized(void) {
+  if (g_session_is_parents.load(std::memory_order_relaxed)) return 0;
+  wait_for_start();
   return Runtime::instance().active() ? 1 : 0;
+}
+
+int larder_active(void) {
+  if (larder_initialized() != 0) return LARDER_ACTIVE_RANK;
+  // Only the preload library makes a process a worker (a child of a rank, served by its agent).
+  const Runtime& rt = Runtime::instance();
+  return rt.role() == larder::Role::kWorker && rt.intercepting() ? LARDER_ACTIVE_WORKER
+                                                                 : LARDER_ACTIVE_OFF;
 }
 
 const char* larder_last_error(void) {
@@ -102,7 +216,7 @@ int larder_open(const char* path, int flags, ...) {
     va_end(ap);
   }
   return posix_boundary<int>([&]() -> int {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto fd = larder::ops::try_open(*s, path, flags, true)) return *fd;
     }
     return larder::sys::open(path, flags, mode);
@@ -111,7 +225,7 @@ int larder_open(const char* path, int flags, ...) {
 
 int larder_close(int fd) {
   return posix_boundary<int>([&]() -> int {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto rc = larder::ops::try_close(s->files(), fd)) return *rc;
     }
     return larder::sys::close(fd);
@@ -120,7 +234,7 @@ int larder_close(int fd) {
 
 ssize_t larder_pread(int fd, void* buf, size_t count, off_t offset) {
   return posix_boundary<ssize_t>([&]() -> ssize_t {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto n = larder::ops::try_pread(*s, s->files(), fd, buf, count, offset)) return *n;
     }
     return larder::sys::pread(fd, buf, count, offset);
@@ -129,7 +243,7 @@ ssize_t larder_pread(int fd, void* buf, size_t count, off_t offset) {
 
 ssize_t larder_read(int fd, void* buf, size_t count) {
   return posix_boundary<ssize_t>([&]() -> ssize_t {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto n = larder::ops::try_read(*s, s->files(), fd, buf, count)) return *n;
     }
     return larder::sys::read(fd, buf, count);
@@ -138,7 +252,7 @@ ssize_t larder_read(int fd, void* buf, size_t count) {
 
 off_t larder_lseek(int fd, off_t offset, int whence) {
   return posix_boundary<off_t>([&]() -> off_t {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto pos = larder::ops::try_lseek(s->files(), fd, offset, whence)) return *pos;
     }
     return ::lseek(fd, offset, whence);
@@ -147,7 +261,7 @@ off_t larder_lseek(int fd, off_t offset, int whence) {
 
 int larder_fstat(int fd, struct stat* st) {
   return posix_boundary<int>([&]() -> int {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto rc = larder::ops::try_fstat(s->files(), fd, st)) return *rc;
     }
     return larder::sys::fstat(fd, st);
@@ -156,7 +270,7 @@ int larder_fstat(int fd, struct stat* st) {
 
 int larder_stat(const char* path, struct stat* st) {
   return posix_boundary<int>([&]() -> int {
-    if (auto s = Runtime::instance().session()) {
+    if (auto s = own_session()) {
       if (auto rc = larder::ops::try_stat(*s, path, st, true)) return *rc;
     }
     return larder::sys::stat(path, st);
@@ -165,7 +279,7 @@ int larder_stat(const char* path, struct stat* st) {
 
 int larder_is_managed(const char* path) {
   try {
-    auto s = Runtime::instance().session();
+    auto s = own_session();
     if (!s) return 0;
     auto abs = larder::ops::candidate(s->config(), path, true);
     if (!abs) return 0;
@@ -179,8 +293,8 @@ int larder_is_managed(const char* path) {
 larder_status_t larder_stage(const char* const* paths, size_t npaths,
                              larder_stage_result_t* result_p) {
   return status_boundary([&]() -> Status {
-    auto s = Runtime::instance().session();
-    if (!s) return Status(Errc::kUnavailable, 0, "larder is not initialized");
+    auto s = own_session();
+    if (!s) return not_running();
     if (paths == nullptr && npaths > 0) return larder::invalid_argument("paths is null");
     std::vector<std::string> roots;
     roots.reserve(npaths);
@@ -203,8 +317,8 @@ larder_status_t larder_stage(const char* const* paths, size_t npaths,
 
 larder_status_t larder_stats_get(larder_stats_t* stats_p) {
   return status_boundary([&]() -> Status {
-    auto s = Runtime::instance().session();
-    if (!s) return Status(Errc::kUnavailable, 0, "larder is not initialized");
+    auto s = own_session();
+    if (!s) return not_running();
     if (stats_p == nullptr) return larder::invalid_argument("stats_p is null");
     using larder::Counter;
     const larder::StatsSnapshot snap = s->stats().snapshot();
@@ -226,15 +340,35 @@ larder_status_t larder_stats_get(larder_stats_t* stats_p) {
 
 larder_status_t larder_stats_json(char* buf, size_t size, size_t* needed_p) {
   return status_boundary([&]() -> Status {
-    auto s = Runtime::instance().session();
-    if (!s) return Status(Errc::kUnavailable, 0, "larder is not initialized");
-    const std::string json = s->stats().snapshot().to_json();
-    if (buf != nullptr && size > 0) {
-      const size_t n = std::min(size - 1, json.size());
-      std::memcpy(buf, json.data(), n);
-      buf[n] = '\0';
+    auto s = own_session();
+    if (!s) return not_running();
+    copy_out(s->stats().snapshot().to_json(), buf, size, needed_p);
+    return {};
+  });
+}
+
+larder_status_t larder_job_stats_json(char* buf, size_t size, size_t* needed_p) {
+  return status_boundary([&]() -> Status {
+    auto s = own_session();
+    if (!s) return not_running();
+    auto total = job_snapshot(*s);
+    if (!total.ok()) return total.status();
+    copy_out(total->to_json(), buf, size, needed_p);
+    return {};
+  });
+}
+
+larder_status_t larder_summary_line(int job, char* buf, size_t size, size_t* needed_p) {
+  return status_boundary([&]() -> Status {
+    auto s = own_session();
+    if (!s) return not_running();
+    if (job == 0) {
+      copy_out(s->stats().snapshot().summary_line(), buf, size, needed_p);
+      return {};
     }
-    if (needed_p != nullptr) *needed_p = json.size() + 1;
+    auto total = job_snapshot(*s);
+    if (!total.ok()) return total.status();
+    copy_out(total->summary_line(), buf, size, needed_p);
     return {};
   });
 }

@@ -70,6 +70,8 @@ class Session final : public FileService {
   FileTable& files() noexcept { return files_; }
   const Topology& topology() const noexcept { return topology_; }
   const JobDir& job_dir() const noexcept { return job_dir_; }
+  // The collective side; null for a local session (the C API's job-wide stats use it).
+  MpiJob* mpi_job() noexcept { return mpi_.get(); }
 
  private:
   explicit Session(Config config);

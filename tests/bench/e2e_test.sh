@@ -12,7 +12,7 @@ framework: pytorch
 dataset:
   data_folder: $WORK/data
   format: npz
-  num_files_train: 8
+  num_files_train: 12
   num_samples_per_file: 1
   record_length_bytes: 262144
   record_length_bytes_stdev: 65536
@@ -48,16 +48,23 @@ for key in ("train_au_percentage", "train_au_mean_percentage", "train_au_meet_ex
             "train_throughput_stdev_samples_per_second", "train_io_mean_MB_per_second",
             "train_io_stdev_MB_per_second"):
     assert key in m, key
-assert s["num_accelerators"] == 2 and s["epochs"] == 3 and s["num_files_train"] == 8, s
+assert s["num_accelerators"] == 2 and s["epochs"] == 3 and s["num_files_train"] == 12, s
 assert len(m["train_au_percentage"]) == 3 and m["train_au_meet_expectation"] in ("success", "fail")
 assert abs(m["train_io_mean_MB_per_second"] -
            m["train_throughput_mean_samples_per_second"] * 262144 / 1048576) < 1e-9
 assert s["larder"]["pfs_bytes_per_epoch"] == [total] * 3, (s["larder"], total)
-epochs = json.load(open(f"{w}/posix/per_epoch_stats.json"))
-assert sorted(epochs) == ["1", "2", "3"] and "block1" in epochs["1"], epochs
+import os
+# DLIO's file names: summary.json, {rank}_per_epoch_stats.json, {rank}_output.json, dlio.log
+assert not os.path.exists(f"{w}/posix/per_epoch_stats.json")
+for rank in (0, 1):
+    epochs = json.load(open(f"{w}/posix/{rank}_per_epoch_stats.json"))
+    assert sorted(epochs) == ["1", "2", "3"] and "block1" in epochs["1"], epochs
+    assert set(epochs["1"]) == {"start", "block1", "end", "duration"}, epochs["1"]
+log = open(f"{w}/posix/dlio.log").read()
+assert "[OUTPUT]" in log and "Starting epoch 1" in log and "[METRIC] Training Accelerator" in log
 for rank in (0, 1):
     out = json.load(open(f"{w}/posix/{rank}_output.json"))
-    assert len(out["1"]["compute"]["block1"]) == 2 and "au" in out["1"], out["1"]
+    assert len(out["1"]["compute"]["block1"]) == 3 and "au" in out["1"], out["1"]
 assert "workload" in open(f"{w}/posix/.hydra/config.yaml").read()
 
 l = json.load(open(f"{w}/larder/summary.json"))["larder"]

@@ -1,5 +1,7 @@
 #include "apps/larder-bench/metrics/block_metrics.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -34,14 +36,53 @@ double slice_sum(const std::vector<double>& v, std::int64_t start,
   return std::accumulate(part.begin(), part.end(), 0.0);
 }
 
+std::int64_t window_steps(const MetricWindow& w) {
+  const std::int64_t s = std::max<std::int64_t>(w.exclude_start, 0);
+  const std::int64_t e = w.steps - 1 - w.exclude_end;
+  return std::max<std::int64_t>(e - s + 1, 0);
+}
+
+std::optional<std::string> au_unavailable_reason(const MetricWindow& w) {
+  if (window_steps(w) > 0) return std::nullopt;
+  return fmt::format(
+      "no step left in the metric window: {} step(s) per epoch, and "
+      "output.metric.exclude_start_steps={} and exclude_end_steps={} leave none; DLIO reports 0",
+      w.steps, w.exclude_start, w.exclude_end);
+}
+
+std::optional<std::string> train_throughput_unavailable_reason(const MetricWindow& w) {
+  if (w.steps < 3) {
+    return fmt::format(
+        "{} step(s) per epoch: DLIO's throughput, (steps - 2) / time * batch_size, needs 3 or "
+        "more; DLIO reports {}",
+        w.steps, w.steps == 2 ? "0" : "a negative rate");
+  }
+  if (window_steps(w) == 0) {
+    return fmt::format(
+        "no step left in the metric window (output.metric.exclude_start_steps={}, "
+        "exclude_end_steps={}): no time was measured",
+        w.exclude_start, w.exclude_end);
+  }
+  return std::nullopt;
+}
+
 AuRate train_block_metrics(const BlockTimes& b, const MetricWindow& w, std::int64_t batch) {
   const std::int64_t s = w.exclude_start;
   const std::int64_t e = w.steps - 1 - w.exclude_end;
   const double compute = slice_sum(b.compute, s, e + 1);
   const double time = measured_time(b, s, e);
   AuRate r;
-  r.au_percent = compute == 0.0 ? 0.0 : 100.0 * compute / time;
-  r.throughput = (static_cast<double>(b.compute.size()) - 2.0) / time * static_cast<double>(batch);
+  if (au_unavailable_reason(w)) {
+    r.au_percent = kNotAvailable;
+  } else {
+    r.au_percent = compute == 0.0 ? 0.0 : 100.0 * compute / time;
+  }
+  if (train_throughput_unavailable_reason(w)) {
+    r.throughput = kNotAvailable;
+  } else {
+    r.throughput =
+        (static_cast<double>(b.compute.size()) - 2.0) / time * static_cast<double>(batch);
+  }
   return r;
 }
 
@@ -50,9 +91,14 @@ AuRate eval_metrics(const BlockTimes& b, const MetricWindow& w, std::int64_t bat
   const std::int64_t e = w.steps - 1 - w.exclude_end;
   const double compute = slice_sum(b.compute, s, e + 1);
   AuRate r;
-  r.au_percent = compute == 0.0 ? 0.0 : 100.0 * compute / measured_time(b, s, e);
-  r.throughput =
-      static_cast<double>(b.compute.size()) / (b.end - b.start) * static_cast<double>(batch_eval);
+  if (au_unavailable_reason(w)) {
+    r.au_percent = kNotAvailable;
+  } else {
+    r.au_percent = compute == 0.0 ? 0.0 : 100.0 * compute / measured_time(b, s, e);
+  }
+  r.throughput = b.compute.empty() ? kNotAvailable
+                                   : static_cast<double>(b.compute.size()) / (b.end - b.start) *
+                                         static_cast<double>(batch_eval);
   return r;
 }
 

@@ -43,6 +43,24 @@ RunTotals aggregate_run(const Workload& w, const MpiWorld& world, const RunRecor
     }
     t.epochs.push_back(e);
   }
+  // Why a metric is not available (the same on every rank: every rank takes the same steps).
+  const auto window = [&](std::int64_t steps) {
+    return MetricWindow{steps, w.metric.exclude_start_steps, w.metric.exclude_end_steps};
+  };
+  for (const EpochRecord& e : run.epochs) {
+    if (!t.metrics.train_au_na)
+      t.metrics.train_au_na = au_unavailable_reason(window(e.block.steps));
+    if (!t.metrics.train_throughput_na) {
+      t.metrics.train_throughput_na = train_throughput_unavailable_reason(window(e.block.steps));
+    }
+    if (!e.eval) continue;
+    if (!t.metrics.eval_au_na) t.metrics.eval_au_na = au_unavailable_reason(window(e.eval->steps));
+    if (!t.metrics.eval_throughput_na && e.eval->steps == 0) {
+      t.metrics.eval_throughput_na =
+          "no evaluation step (too few evaluation samples for one batch "
+          "of batch_size_eval per rank)";
+    }
+  }
   t.metrics.do_eval = w.workflow.evaluation;
   t.metrics.au_threshold = w.metric.au;
   t.metrics.record_length = w.dataset.record_length;

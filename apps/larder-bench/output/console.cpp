@@ -4,6 +4,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
 
@@ -22,30 +23,62 @@ std::string dlio_timestamp() {
 Console::Console(int rank, bool progress_allowed)
     : rank_(rank), progress_enabled_(progress_allowed && rank == 0 && ::isatty(2) == 1) {}
 
+void Console::emit(std::FILE* stream, const std::string& line) {
+  clear_progress();
+  fmt::print(stream, "{}\n", line);
+  std::fflush(stream);
+  if (log_ != nullptr) {
+    if (std::fputs(line.c_str(), log_) == EOF || std::fputc('\n', log_) == EOF) log_failed_ = true;
+  } else {
+    history_.push_back(line);
+  }
+}
+
 void Console::output(std::string_view message) {
   if (rank_ != 0) return;
-  clear_progress();
-  fmt::print("[OUTPUT] {} {}\n", dlio_timestamp(), message);
-  std::fflush(stdout);
+  emit(stdout, fmt::format("[OUTPUT] {} {}", dlio_timestamp(), message));
 }
 
 void Console::metric(std::string_view message) {
   if (rank_ != 0) return;
-  clear_progress();
-  fmt::print("[METRIC] {}\n", message);
-  std::fflush(stdout);
+  emit(stdout, fmt::format("[METRIC] {}", message));
 }
 
 void Console::warning(std::string_view message) {
   if (rank_ != 0) return;
-  clear_progress();
-  fmt::print("[WARNING] {} {}\n", dlio_timestamp(), message);
-  std::fflush(stdout);
+  emit(stdout, fmt::format("[WARNING] {} {}", dlio_timestamp(), message));
+}
+
+Status Console::start_log(const std::string& path) {
+  if (rank_ != 0 || log_ != nullptr) return {};
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) return errno_error(errno, "cannot create " + path);
+  log_ = f;
+  log_path_ = path;
+  for (const std::string& line : history_) {
+    if (std::fputs(line.c_str(), log_) == EOF || std::fputc('\n', log_) == EOF) log_failed_ = true;
+  }
+  history_.clear();
+  return {};
+}
+
+Status Console::finish_log() {
+  if (log_ == nullptr) return {};
+  const bool closed = std::fclose(log_) == 0;
+  const int err = errno;
+  log_ = nullptr;
+  if (!closed || log_failed_) return errno_error(closed ? EIO : err, "cannot write " + log_path_);
+  return {};
 }
 
 void Console::error(std::string_view message) {
+  const std::string line = fmt::format("[ERROR] larder-bench rank {}: {}", rank_, message);
+  if (rank_ == 0) {
+    emit(stderr, line);
+    return;
+  }
   clear_progress();
-  fmt::print(stderr, "[ERROR] larder-bench rank {}: {}\n", rank_, message);
+  fmt::print(stderr, "{}\n", line);
   std::fflush(stderr);
 }
 

@@ -107,8 +107,8 @@ nlohmann::ordered_json rank_output_json(const MpiWorld& world, const RunRecord& 
       ep["load"][key] = p.times.load;
       ep["proc"][key] = p.times.proc;
       ep["compute"][key] = p.times.compute;
-      ep["au"][key] = p.metrics.au_percent;
-      ep["throughput"][key] = p.metrics.throughput;
+      ep["au"][key] = metric_value(p.metrics.au_percent);
+      ep["throughput"][key] = metric_value(p.metrics.throughput);
     };
     add("block1", e.block);
     if (e.eval) add("eval", *e.eval);

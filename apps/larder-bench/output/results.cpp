@@ -27,9 +27,10 @@ void print_epoch_table(const RunTotals& t, const ResultsContext& ctx, Console& c
     const std::string hits =
         e.larder ? fmt::format("{}/{}/{}", (*e.larder)[2], (*e.larder)[3], (*e.larder)[4]) : "-";
     const std::string misses = e.larder ? std::to_string((*e.larder)[7]) : "-";
-    console.output(fmt::format("{:>5} {:>9.2f} {:>9.2f} {:>10.2f} {:>10.1f} {:>10.1f} {:>22} {:>7}",
-                               i + 1, e.seconds, t.metrics.train_au[i],
-                               t.metrics.train_throughput[i], read, pfs, hits, misses));
+    console.output(fmt::format("{:>5} {:>9.2f} {:>9} {:>10} {:>10.1f} {:>10.1f} {:>22} {:>7}",
+                               i + 1, e.seconds, metric_text(t.metrics.train_au[i], 2),
+                               metric_text(t.metrics.train_throughput[i], 2), read, pfs, hits,
+                               misses));
   }
 }
 
@@ -59,9 +60,10 @@ Status write_results(const Workload& w, const MpiWorld& world, const RunRecord& 
   if (world.root()) {
     local =
         write_json_file(ctx.output_dir + "/summary.json", summary_json(w, world, run, totals, ctx));
-    if (local.ok()) {
-      local = write_json_file(ctx.output_dir + "/per_epoch_stats.json", per_epoch_stats_json(run));
-    }
+  }
+  if (local.ok()) {
+    local = write_json_file(fmt::format("{}/{}_per_epoch_stats.json", ctx.output_dir, world.rank()),
+                            per_epoch_stats_json(run));
   }
   if (local.ok()) {
     local = write_json_file(fmt::format("{}/{}_output.json", ctx.output_dir, world.rank()),

@@ -3,8 +3,10 @@
 //                           num_files_train/eval, num_samples_per_file, host_* (per node),
 //                           potential_caching, data_size_per_host_GB, epochs; plus "larder":
 //                           PFS bytes per epoch, bytes read, seconds and Larder counters per epoch
-//   per_epoch_stats.json    rank 0: {epoch: {start, end, duration, block1{..}, eval{..}}}
+//   {rank}_per_epoch_stats.json  every rank: its {epoch: {start, end, duration, block1{..},
+//                           eval{..}}}
 //   {rank}_output.json      every rank: its per-step load/proc/compute, au and throughput
+//   (dlio.log, rank 0's lines, and .hydra/ are written by main.cpp)
 // and, on rank 0, DLIO's [METRIC] block and a per-epoch table with the PFS bytes. Collective.
 #ifndef LARDER_APPS_LARDER_BENCH_OUTPUT_RESULTS_HPP_
 #define LARDER_APPS_LARDER_BENCH_OUTPUT_RESULTS_HPP_
@@ -48,6 +50,7 @@ RunTotals aggregate_run(const Workload& w, const MpiWorld& world, const RunRecor
 
 nlohmann::ordered_json summary_json(const Workload& w, const MpiWorld& world, const RunRecord& run,
                                     const RunTotals& totals, const ResultsContext& ctx);
+// This rank's epochs (DLIO writes one per rank: {rank}_per_epoch_stats.json).
 nlohmann::ordered_json per_epoch_stats_json(const RunRecord& run);
 nlohmann::ordered_json rank_output_json(const MpiWorld& world, const RunRecord& run);
 

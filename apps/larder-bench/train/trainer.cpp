@@ -6,6 +6,7 @@
 
 #include "apps/larder-bench/data/shared_listing.hpp"
 #include "apps/larder-bench/io/larder_probe.hpp"
+#include "apps/larder-bench/metrics/run_metrics.hpp"
 #include "apps/larder-bench/train/epoch_plan.hpp"
 #include "apps/larder-bench/train/sampler.hpp"
 
@@ -174,29 +175,35 @@ PhaseRecord Trainer::run_eval(int epoch) {
       w_.reader.batch_size_eval);
   console_.output(fmt::format("Ending eval - {} steps completed in {:.2f} s", eval_steps_,
                               e.times.end - e.times.start));
-  console_.output(fmt::format("Epoch {} [Eval] Accelerator Utilization [AU] (%): {:.4f}", epoch,
-                              e.metrics.au_percent));
-  console_.output(fmt::format("Epoch {} [Eval] Throughput (samples/second): {:.4f}", epoch,
-                              e.metrics.throughput * world_.size()));
+  console_.output(fmt::format("Epoch {} [Eval] Accelerator Utilization [AU] (%): {}", epoch,
+                              metric_text(e.metrics.au_percent, 4)));
+  console_.output(fmt::format("Epoch {} [Eval] Throughput (samples/second): {}", epoch,
+                              metric_text(e.metrics.throughput * world_.size(), 4)));
   return e;
 }
 
 void Trainer::print_block(int epoch, const PhaseRecord& b) {
-  const std::int64_t s = w_.metric.exclude_start_steps;
-  const std::int64_t e = steps_ - 1 - w_.metric.exclude_end_steps;
-  const MeanStd c = mean_std(slice(b.times.compute, s, e + 1));
+  const MetricWindow window{steps_, w_.metric.exclude_start_steps, w_.metric.exclude_end_steps};
+  const std::int64_t s = window.exclude_start;
+  const std::int64_t e = steps_ - 1 - window.exclude_end;
+  // DLIO averages the steps of the metric window (nan when it is empty): all steps then.
+  const bool whole = window_steps(window) == 0;
+  const MeanStd c = mean_std(whole ? b.times.compute : slice(b.times.compute, s, e + 1));
   console_.output(fmt::format("Ending block 1 - {} steps completed in {:.2f} s", b.steps,
                               b.times.end - b.times.start));
+  const auto au_na = au_unavailable_reason(window);
   console_.output(
-      fmt::format("Epoch {} - Block 1 [Training] Accelerator Utilization [AU] (%): "
-                  "{:.4f}",
-                  epoch, b.metrics.au_percent));
-  console_.output(fmt::format("Epoch {} - Block 1 [Training] Throughput (samples/second): {:.4f}",
-                              epoch, b.metrics.throughput * world_.size()));
-  console_.output(
-      fmt::format("Epoch {} - Block 1 [Training] Computation time per step (second): "
-                  "{:.4f}+/-{:.4f} (set value: {})",
-                  epoch, c.mean, c.stdev, w_.train.computation_time.describe()));
+      fmt::format("Epoch {} - Block 1 [Training] Accelerator Utilization [AU] (%): {}{}", epoch,
+                  metric_text(b.metrics.au_percent, 4), au_na ? " (" + *au_na + ")" : ""));
+  const auto tput_na = train_throughput_unavailable_reason(window);
+  console_.output(fmt::format("Epoch {} - Block 1 [Training] Throughput (samples/second): {}{}",
+                              epoch, metric_text(b.metrics.throughput * world_.size(), 4),
+                              tput_na ? " (" + *tput_na + ")" : ""));
+  console_.output(fmt::format(
+      "Epoch {} - Block 1 [Training] Computation time per step (second): {:.4f}+/-{:.4f} (set "
+      "value: {}{})",
+      epoch, c.mean, c.stdev, w_.train.computation_time.describe(),
+      whole ? fmt::format("; over all {} step(s), none is in the metric window", b.steps) : ""));
 }
 
 }  // namespace larder::bench
