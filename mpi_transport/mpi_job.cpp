@@ -10,8 +10,9 @@
 #include "mpi_transport/mpi_messenger.hpp"
 #include "mpi_transport/mpi_status.hpp"
 #include "mpi_transport/rma_transport.hpp"
-#include "mpi_transport/window_directory.hpp"
+#include "mpi_transport/window_shards.hpp"
 #include "runtime/common/log.hpp"
+#include "runtime/directory/sharded_directory.hpp"
 #include "runtime/tier/job_dir.hpp"
 #include "ucx_transport/ucx_factory.hpp"
 
@@ -28,8 +29,9 @@ struct MpiJob::Impl {
   std::shared_ptr<MpiPolling> polling = std::make_shared<MpiPolling>();
   mpi::Comm comm;
   mpi::Comm node_comm;
-  std::unique_ptr<mpi::MpiMessenger> messenger;
-  std::unique_ptr<mpi::WindowDirectory> directory;
+  std::unique_ptr<mpi::MpiMessenger> messenger;  // the MPI path only
+  std::unique_ptr<mpi::WindowShards> shards;     // the MPI path only
+  std::unique_ptr<ShardedDirectory> directory;
   std::unique_ptr<mpi::RmaTransport> rma;
   std::unique_ptr<ClosableTransport> ucx;
   std::unique_ptr<ProgressThread> progress;
@@ -204,20 +206,13 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
 }
 
 Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* load) {
-  auto messenger = mpi::MpiMessenger::create(comm_);
-  if (!messenger.ok()) return messenger.status();
-  impl_->messenger = std::move(*messenger);
-  auto directory = mpi::WindowDirectory::create(comm_, config.dir_slots, *impl_->messenger, load);
-  if (!directory.ok()) return directory.status();
-  impl_->directory = std::move(*directory);
-  auto rma = mpi::RmaTransport::create(comm_, tiers);
-  if (!rma.ok()) return rma.status();
-  impl_->rma = std::move(*rma);
+  const std::size_t shard_bytes =
+      static_cast<std::size_t>(config.dir_slots) * ShardedDirectory::kSlotBytes;
   if (config.transport == TransportKind::kUcx) {
     UcxOptions options;
     options.timeout = config.wait_timeout;
     options.fault_peer = config.fault_ucx_peer;
-    auto ucx = make_ucx_transport(comm_, tiers, options);
+    auto ucx = make_ucx_transport(comm_, tiers, options, shard_bytes);
     // A rank whose UCX could not start makes every rank use MPI, so the choice is uniform.
     Status agreed = agree(ucx.ok() ? Status() : ucx.status());
     if (agreed.ok()) {
@@ -229,17 +224,51 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
       }
     }
   }
+  // Every collective step is taken by every rank, whatever failed before it here; the caller
+  // agrees on the outcome (so no rank leaves another waiting in a collective).
+  Status first;
+  auto keep = [&first](Status st) {
+    if (first.ok() && !st.ok()) first = std::move(st);
+  };
+  ShardOps* shards = nullptr;
+  Messenger* messenger = nullptr;
+  if (impl_->ucx) {
+    // Directory and messages on Larder's own UCX worker: served by the target's progress thread
+    // as soon as they arrive (it sleeps on the worker's event fd), and no MPI call after this.
+    shards = impl_->ucx->shards();
+    messenger = impl_->ucx->messenger();
+  } else {
+    auto m = mpi::MpiMessenger::create(comm_);
+    if (m.ok()) impl_->messenger = std::move(*m);
+    keep(m.status());
+    auto w = mpi::WindowShards::create(comm_, shard_bytes);
+    if (w.ok()) impl_->shards = std::move(*w);
+    keep(w.status());
+    auto rma = mpi::RmaTransport::create(comm_, tiers);
+    if (rma.ok()) impl_->rma = std::move(*rma);
+    keep(rma.status());
+    shards = impl_->shards.get();
+    messenger = impl_->messenger.get();
+  }
+  if (!first.ok()) return first;
+  if (shards == nullptr || messenger == nullptr) {
+    return Status(Errc::kInternal, 0, "no directory shards or messenger");
+  }
+  impl_->directory =
+      std::make_unique<ShardedDirectory>(*shards, config.dir_slots, *messenger, load);
   impl_->progress = std::make_unique<ProgressThread>(std::chrono::microseconds(50),
                                                      std::chrono::microseconds(1000));
-  ProgressSource mpi_source;
-  mpi_source.progress = [messenger = impl_->messenger.get(), polling = impl_->polling] {
-    std::lock_guard lock(polling->mu);
-    if (!polling->on) return false;
-    // MPI has no event descriptor: poking its progress engine (here, by looking for messages)
-    // is the only way; one-sided operations that target this rank complete meanwhile.
-    return messenger->poll();
-  };
-  impl_->progress->add(std::move(mpi_source));
+  if (impl_->messenger) {
+    ProgressSource mpi_source;
+    mpi_source.progress = [m = impl_->messenger.get(), polling = impl_->polling] {
+      std::lock_guard lock(polling->mu);
+      if (!polling->on) return false;
+      // MPI has no event descriptor: poking its progress engine (here, by looking for
+      // messages) is the only way; one-sided operations that target this rank complete meanwhile.
+      return m->poll();
+    };
+    impl_->progress->add(std::move(mpi_source));
+  }
   if (impl_->ucx) {
     for (ProgressSource& source : impl_->ucx->progress_sources())
       impl_->progress->add(std::move(source));
@@ -263,6 +292,7 @@ void MpiJob::poll() noexcept {
 }
 
 Messenger* MpiJob::messenger() const noexcept {
+  if (impl_->ucx) return impl_->ucx->messenger();
   return impl_->messenger.get();
 }
 
@@ -292,6 +322,7 @@ Status MpiJob::close(bool free_resources) {
     (void)impl_->ucx.release();
     (void)impl_->rma.release();
     (void)impl_->directory.release();
+    (void)impl_->shards.release();
     if (impl_->messenger) impl_->messenger->leak();
     (void)impl_->messenger.release();
     impl_->comm.leak();
@@ -299,9 +330,10 @@ Status MpiJob::close(bool free_resources) {
     comm_ = MPI_COMM_NULL;
     return first;
   }
+  impl_->directory.reset();
   if (impl_->ucx) keep(impl_->ucx->close());
   if (impl_->rma) keep(impl_->rma->close());
-  if (impl_->directory) keep(impl_->directory->close());
+  if (impl_->shards) keep(impl_->shards->close());
   if (impl_->messenger) keep(impl_->messenger->close());
   keep(impl_->node_comm.close());
   keep(impl_->comm.close());

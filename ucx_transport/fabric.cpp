@@ -7,21 +7,13 @@
 #include <thread>
 
 #include "runtime/common/log.hpp"
+#include "ucx_transport/ucx_messenger.hpp"
+#include "ucx_transport/ucx_shards.hpp"
 #include "ucx_transport/ucx_status.hpp"
 
 namespace larder::ucx {
 
-// The state a get's completion callback shares with the thread waiting for it.
-struct Completion {
-  std::atomic<bool> done{false};  // release by the callback, acquire by the waiter
-  ucs_status_t status = UCS_OK;   // written before done
-  std::mutex mu;
-  std::condition_variable cv;
-};
-
-namespace {
-
-void on_get_done(void* /*request*/, ucs_status_t status, void* user_data) {
+void on_request_done(void* /*request*/, ucs_status_t status, void* user_data) {
   auto* c = static_cast<Completion*>(user_data);
   std::lock_guard lock(c->mu);  // the waiter takes mu before it lets c go out of scope
   c->status = status;
@@ -29,13 +21,17 @@ void on_get_done(void* /*request*/, ucs_status_t status, void* user_data) {
   c->cv.notify_all();
 }
 
+namespace {
+
 constexpr auto kSpin = std::chrono::microseconds(50);
 constexpr auto kSlice = std::chrono::milliseconds(1);
 
 }  // namespace
 
+Fabric::Fabric(UcxOptions options) : options_(std::move(options)) {}
+
 Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& tiers,
-                                               const UcxOptions& options) {
+                                               const UcxOptions& options, std::size_t shard_bytes) {
   std::unique_ptr<Fabric> t(new Fabric(options));
   MPI_Comm_rank(comm, &t->rank_);
   MPI_Comm_size(comm, &t->size_);
@@ -57,6 +53,23 @@ Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& 
   // caller agrees on the outcome collectively.
   Status exchanged = t->exchange(comm, tiers);
   if (local.ok()) local = exchanged;
+  if (local.ok()) {
+    auto messenger = UcxMessenger::create(*t);
+    if (messenger.ok()) {
+      t->messenger_ = std::move(*messenger);
+    } else {
+      local = messenger.status();
+    }
+  }
+  if (shard_bytes > 0) {
+    // Collective: every rank takes part, even one whose UCX failed.
+    auto shards = UcxShards::create(comm, *t, local.ok() ? shard_bytes : 0);
+    if (shards.ok()) {
+      t->shards_ = std::move(*shards);
+    } else if (local.ok()) {
+      local = shards.status();
+    }
+  }
   if (!local.ok()) {
     (void)t->close();
     return local;
@@ -79,7 +92,17 @@ std::vector<ProgressSource> Fabric::progress_sources() {
   source.progress = [worker] { return ucp_worker_progress(worker) != 0; };
   source.event_fd = event_fd_;
   source.arm = [worker] { return ucp_worker_arm(worker) == UCS_OK; };
-  return {source};
+  std::vector<ProgressSource> sources{std::move(source)};
+  if (messenger_) {
+    // Message handlers run here, after ucp_worker_progress returned (see ucx_messenger.hpp).
+    ProgressSource messages;
+    UcxMessenger* m = messenger_.get();
+    messages.progress = [m] { return m->dispatch(); };
+    messages.event_fd = m->event_fd();
+    messages.arm = [m] { return m->arm(); };
+    sources.push_back(std::move(messages));
+  }
+  return sources;
 }
 
 Result<Peer*> Fabric::connected_peer(int rank) {
@@ -95,7 +118,7 @@ Result<Peer*> Fabric::connected_peer(int rank) {
   Peer* p = peers_[static_cast<std::size_t>(rank)].get();
   if (p->connected() || p->failed()) return p;
   std::vector<std::byte> address = p->info().address;
-  if (rank == options_.fault_peer) {
+  if (rank == options_.fault_peer && rank != rank_) {  // a rank always reaches itself
     auto dead = dead_worker_address();
     if (!dead.ok()) return dead.status();
     address = std::move(*dead);
@@ -141,8 +164,8 @@ Status Fabric::wait(void* request, Completion& c, Peer& peer) {
   }
   { std::lock_guard lock(c.mu); }  // the callback has left its critical section
   ucp_request_free(request);
-  if (timed_out) return Status(Errc::kTimeout, ETIMEDOUT, "ucx get timed out");
-  return from_ucs(c.status, "ucp_get_nbx");
+  if (timed_out) return Status(Errc::kTimeout, ETIMEDOUT, "ucx request timed out");
+  return from_ucs(c.status, "ucx request");
 }
 
 Status Fabric::get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) {
@@ -156,7 +179,7 @@ Status Fabric::get(int owner, Tier tier, std::uint64_t offset, std::span<std::by
   Completion c;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-  param.cb.send = &on_get_done;
+  param.cb.send = &on_request_done;
   param.user_data = &c;
   ucs_status_ptr_t request = nullptr;
   {
@@ -259,9 +282,20 @@ Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {
   return local;
 }
 
+ShardOps* Fabric::shards() noexcept {
+  return shards_.get();
+}
+
+Messenger* Fabric::messenger() noexcept {
+  return messenger_.get();
+}
+
 Status Fabric::close() {
   if (closed_) return {};
   closed_ = true;
+  if (shards_) shards_->close();  // remote keys before the endpoints go
+  shards_.reset();
+  messenger_.reset();
   std::unique_lock lock(peers_mu_);
   for (auto& peer : peers_) {
     if (peer && worker_) peer->close(worker_.get());

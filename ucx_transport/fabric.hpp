@@ -17,7 +17,9 @@
 #include <mpi.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <vector>
 
@@ -28,27 +30,51 @@
 
 namespace larder::ucx {
 
+// The state a request's completion callback shares with the thread waiting for it.
+struct Completion {
+  std::atomic<bool> done{false};  // release by the callback, acquire by the waiter
+  ucs_status_t status = UCS_OK;   // written before done
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
+// The completion callback for a Completion in `user_data` (ucp_send_nbx_callback_t).
+void on_request_done(void* request, ucs_status_t status, void* user_data);
+
 class Fabric final : public ClosableTransport {
  public:
   // Collective over `comm`.
   static Result<std::unique_ptr<Fabric>> create(MPI_Comm comm, const LocalTiers& tiers,
-                                                const UcxOptions& options);
+                                                const UcxOptions& options, std::size_t shard_bytes);
   ~Fabric() override;
 
   const char* name() const noexcept override { return "ucx"; }
   Status get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) override;
   std::vector<ProgressSource> progress_sources() override;
+  ShardOps* shards() noexcept override;
+  Messenger* messenger() noexcept override;
   void begin_close() noexcept override { closing_.store(true, std::memory_order_release); }
   Status close() override;
 
- private:
-  explicit Fabric(UcxOptions options) : options_(std::move(options)) {}
-  Status exchange(MPI_Comm comm, const LocalTiers& tiers);
+  // For the directory's shards and the messenger over this fabric (ucx_transport only):
+  ucp_context_h context() const noexcept { return context_.get(); }
+  ucp_worker_h worker() const noexcept { return worker_.get(); }
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
   // The connected peer, connecting on first use; null with a Status when it cannot be used.
   Result<Peer*> connected_peer(int rank);
+  // Waits for `request` (issued with `completion` as its user data) and frees it: the calling
+  // thread progresses the worker for a while, then the progress thread completes it. A request
+  // that takes longer than the timeout fails the peer.
+  Status wait(void* request, Completion& completion, Peer& peer);
+  // Endpoints of `peer` use this shared lock while issuing (force-close takes it exclusively).
+  std::shared_mutex& peers_mutex() noexcept { return peers_mu_; }
+
+ private:
+  explicit Fabric(UcxOptions options);
+  Status exchange(MPI_Comm comm, const LocalTiers& tiers);
   // Connects to a worker that no longer exists (fault injection for tests).
   Result<std::vector<std::byte>> dead_worker_address();
-  Status wait(void* request, struct Completion& completion, Peer& peer);
   void fail_peer(Peer& peer) noexcept;
 
   // Declaration order is teardown order, reversed: peers (rkeys, endpoints) go first, then the
@@ -62,6 +88,9 @@ class Fabric final : public ClosableTransport {
   std::vector<Registration> registrations_;
   std::shared_mutex peers_mu_;                // unique: connect and force-close; shared: issue gets
   std::vector<std::unique_ptr<Peer>> peers_;  // index = rank
+  // Made after the endpoints' information, released before the endpoints (close()).
+  std::unique_ptr<class UcxShards> shards_;
+  std::unique_ptr<class UcxMessenger> messenger_;
   bool closed_ = false;
   std::atomic<bool> closing_{false};  // release/acquire: read by endpoint error handlers
 };

@@ -9,7 +9,9 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/directory/shard_ops.hpp"
 #include "runtime/tier/local_tiers.hpp"
+#include "runtime/transport/messenger.hpp"
 #include "runtime/transport/progress_thread.hpp"
 #include "runtime/transport/transport.hpp"
 
@@ -19,7 +21,11 @@ class ClosableTransport : public Transport {
  public:
   // How the progress thread drives this transport (progress, event fds, arm).
   virtual std::vector<ProgressSource> progress_sources() = 0;
-  // Collective: quiesces and releases every endpoint, registration and worker.
+  // The directory's shards and the messenger on the same fabric (null when not made).
+  virtual ShardOps* shards() noexcept = 0;
+  virtual Messenger* messenger() noexcept = 0;
+  // Collective: quiesces and releases the shards, the messenger, every endpoint, registration
+  // and the worker (in that order).
   virtual Status close() = 0;
 };
 
@@ -31,11 +37,13 @@ struct UcxOptions {
   int fault_peer = -1;
 };
 
-// Collective over `comm`: creates the UCX context and worker, registers the arenas and
-// exchanges worker addresses, arena addresses and remote keys with MPI_Allgather(v).
+// Collective over `comm`: creates the UCX context and worker, registers the arenas, allocates
+// the directory shard (`shard_bytes`, 0: none) and exchanges worker addresses, arena and shard
+// addresses and remote keys with MPI_Allgather(v); registers the messenger's handlers.
 Result<std::unique_ptr<ClosableTransport>> make_ucx_transport(MPI_Comm comm,
                                                               const LocalTiers& tiers,
-                                                              const UcxOptions& options);
+                                                              const UcxOptions& options,
+                                                              std::size_t shard_bytes = 0);
 
 }  // namespace larder
 

@@ -25,8 +25,15 @@ Lease::~Lease() {
   if (session_ != nullptr) session_->release_lease();
 }
 
+std::atomic<Runtime*>& Runtime::slot() noexcept {
+  static std::atomic<Runtime*> runtime{nullptr};  // constant-initialized: no guard
+  return runtime;
+}
+
 Runtime& Runtime::instance() noexcept {
+  if (Runtime* r = slot().load(std::memory_order_acquire)) return *r;
   static Runtime* const runtime = new Runtime();  // never deleted: see the header
+  slot().store(runtime, std::memory_order_release);
   return *runtime;
 }
 

@@ -87,7 +87,12 @@ struct MpiLife {
 
 class Runtime {
  public:
+  // The Runtime, built (and the configuration parsed) on the first call.
   static Runtime& instance() noexcept;
+  // The Runtime if it is built, else null: for code that may run before Larder's library
+  // constructor (a sanitizer's start-up calls mmap before the environment is in place), which
+  // must not build it with whatever the environment says at that moment.
+  static Runtime* existing() noexcept { return slot().load(std::memory_order_acquire); }
 
   // ---- configuration ----------------------------------------------------------------------
   // The configuration parsed when the Runtime was built; defaults when it was invalid.
@@ -143,6 +148,7 @@ class Runtime {
   void set_ucm_mmap(void* fn) noexcept { ucm_mmap_.store(fn, std::memory_order_release); }
 
  private:
+  static std::atomic<Runtime*>& slot() noexcept;
   struct Parsed {
     Config config;
     Status status;

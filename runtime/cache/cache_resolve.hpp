@@ -79,6 +79,7 @@ template <class Load, class Localize>
 Cache::Answer Cache::resolve_global(const Key& key, unsigned flags, Load&& load,
                                     Localize&& localize, const Payload* failed_as) {
   if (closing()) return Answer{};
+  if (progress_ != nullptr) progress_->notify_activity();  // others' answers need our progress
   stats_.add(Counter::directory_ops);
   return finish_claim(key, directory_.acquire(key, flags), load, localize, failed_as);
 }

@@ -8,7 +8,8 @@
 // waiter for a LOADING entry sends one message to the loader and receives one.
 //
 // Implementations: LocalDirectory (one process, for tests and serial programs) and
-// mpi::WindowDirectory (MPI one-sided windows, one shard per rank). All methods are thread-safe.
+// ShardedDirectory (one shard per rank, over MPI windows or UCX memory). All methods are
+// thread-safe.
 #ifndef LARDER_RUNTIME_DIRECTORY_DIRECTORY_HPP_
 #define LARDER_RUNTIME_DIRECTORY_DIRECTORY_HPP_
 

@@ -25,9 +25,11 @@ inline Runtime& runtime() noexcept {
   return Runtime::instance();
 }
 
-// The wrappers may serve calls (false: everything passes through).
+// The wrappers may serve calls (false: everything passes through). Never builds the Runtime:
+// calls made before the library constructor (a sanitizer's start-up) pass through.
 inline bool enabled() noexcept {
-  return runtime().intercepting();
+  const Runtime* rt = Runtime::existing();
+  return rt != nullptr && rt->intercepting();
 }
 
 inline FileTable& files() noexcept {

@@ -93,7 +93,8 @@ bool restore(const Segment& seg, const char* file, void* func, const char* name)
 }  // namespace
 
 MmapFn ucm_mmap() noexcept {
-  return reinterpret_cast<MmapFn>(Runtime::instance().ucm_mmap());
+  const Runtime* rt = Runtime::existing();  // mmap runs before the constructor too
+  return rt != nullptr ? reinterpret_cast<MmapFn>(rt->ucm_mmap()) : nullptr;
 }
 
 int take_mmap_from_ucx() noexcept {

@@ -55,6 +55,19 @@ class Job:
         env.update(extra or {})
         return env
 
+    def python_env(self, env):
+        """`env` for a Python process. Python leaks by design: no leak check for it under the
+        sanitizers (the C programs keep the asan preset's ASAN_OPTIONS and LSan suppressions).
+        And so no slow unwinding at each malloc either (the preset asks for it so that leak
+        stacks through libraries without frame pointers match the suppressions): Python mallocs
+        constantly, and a 4-rank PyTorch job took minutes instead of seconds with it."""
+        if not self.args.asan_lib:
+            return env
+        env = dict(env)
+        opts = env.get("ASAN_OPTIONS", "")
+        env["ASAN_OPTIONS"] = (opts + ":" if opts else "") + "detect_leaks=0:fast_unwind_on_malloc=1"
+        return env
+
     def mpiexec(self, n, argv, env, timeout=50, check=True):
         """Runs `argv` as an n-rank job; every rank gets `env` (LD_PRELOAD included)."""
         if self.args.mpi == "openmpi":
@@ -66,15 +79,8 @@ class Job:
             cmd = [self.args.mpiexec, "-n", str(n), "-bind-to", "none"]
         launcher_env = dict(env)
         launcher_env.pop("LD_PRELOAD", None)  # the launcher itself runs without Larder
-        if self.args.asan_lib and argv[0] == PYTHON:
-            # Python leaks by design: no leak check for it under the sanitizers (the C
-            # programs keep the asan preset's ASAN_OPTIONS and LSan suppressions). And so no
-            # slow unwinding at each malloc either (the preset asks for it so that leak stacks
-            # through libraries without frame pointers match the suppressions): Python mallocs
-            # constantly, and a 4-rank PyTorch job took minutes instead of seconds with it.
-            opts = launcher_env.get("ASAN_OPTIONS", "")
-            launcher_env["ASAN_OPTIONS"] = (opts + ":" if opts else "") + \
-                "detect_leaks=0:fast_unwind_on_malloc=1"
+        if argv[0] == PYTHON:
+            launcher_env = self.python_env(launcher_env)
         if self.args.mpi != "openmpi" and "LD_PRELOAD" in env:
             cmd += ["-genv", "LD_PRELOAD", env["LD_PRELOAD"]]
         proc = subprocess.run(cmd + argv, env=launcher_env, timeout=timeout * self.args.timeout_scale,

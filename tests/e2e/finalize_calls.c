@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
   } else {
     return 2;
   }
+  free(buf);
   printf("ok %s\n", mode);
   fflush(stdout);
   return 0; /* readers: the threads are still reading while the process exits */

@@ -80,7 +80,8 @@ def main():
         plain_stats = os.path.join(job.root, "plain-stats.json")
         plain_out = os.path.join(job.root, "plain")
         proc = subprocess.run([PYTHON, launcher, str(PER_NODE), worker, job.data, plain_out],
-                              env=dict(job.env(stats=plain_stats), RANK="0"), timeout=120,
+                              env=job.python_env(dict(job.env(stats=plain_stats), RANK="0")),
+                              timeout=120,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         print(proc.stderr)
         if proc.returncode != 0:

@@ -66,6 +66,7 @@ TEST_F(TransportTest, AFailedPeerEndpointFallsBackToTheFileSystem) {
   set_env("LARDER_TRANSPORT", "ucx");
   set_env("LARDER_FAULT_UCX_PEER", "0");
   set_env("LARDER_TIMEOUT", "30");
+  if (const char* l = ::getenv("TEST_LOG")) set_env("LARDER_LOG", l);
   const int nchunks = 6;
   make_file("owned", nchunks * chunk_size, 22);
   init();

@@ -1,9 +1,9 @@
-// WindowDirectory: the job-wide Directory in MPI one-sided windows (docs/protocol.md).
+// ShardedDirectory: the job-wide Directory, one shard per rank, reached with one-sided operations
+// (docs/protocol.md). The operations come from a ShardOps: MPI windows (mpi_transport) or UCX
+// remote memory (ucx_transport); the messages that wake waiters from a Messenger.
 //
-// Each rank hosts one shard: `slots` slots of 144 bytes in an MPI_Win_allocate window, kept in a
-// passive-target epoch (MPI_Win_lock_all) for the whole job. A key's home rank is
-// key.home % size; within the shard, linear probing from (word / size) % slots, at most
-// kMaxProbe slots.
+// Each rank hosts one shard of `slots` slots of 144 bytes. A key's home rank is key.home % size;
+// within the shard, linear probing from (word / size) % slots, at most kMaxProbe slots.
 //
 //   word 0       key word     0 = empty; set once by MPI_Compare_and_swap (the claim)
 //   word 1       state word   state (bits 0-7: 0 claimed, 1 loading, 2 ready, 3 failed),
@@ -18,10 +18,8 @@
 // The claimer records itself (state 1, its rank, the check) right after the claim; a reader that
 // finds state 0 retries after a few microseconds. Waiters for a LOADING entry register with the
 // claimer through the Messenger and are told when it is final: no polling.
-#ifndef LARDER_MPI_TRANSPORT_WINDOW_DIRECTORY_HPP_
-#define LARDER_MPI_TRANSPORT_WINDOW_DIRECTORY_HPP_
-
-#include <mpi.h>
+#ifndef LARDER_RUNTIME_DIRECTORY_SHARDED_DIRECTORY_HPP_
+#define LARDER_RUNTIME_DIRECTORY_SHARDED_DIRECTORY_HPP_
 
 #include <condition_variable>
 #include <cstdint>
@@ -32,24 +30,24 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mpi_transport/window.hpp"
 #include "runtime/directory/directory.hpp"
+#include "runtime/directory/shard_ops.hpp"
 #include "runtime/stats/peer_load.hpp"
 #include "runtime/transport/messenger.hpp"
 
-namespace larder::mpi {
+namespace larder {
 
-class WindowDirectory final : public Directory {
+class ShardedDirectory final : public Directory {
  public:
   static constexpr int kMaxProbe = 64;
   static constexpr std::size_t kSlotWords = 18;
   static constexpr std::size_t kSlotBytes = kSlotWords * 8;
 
-  // Collective over `comm` (which must outlive the directory). `messenger` carries the waits;
-  // `load` (may be null) counts the operations sent to each home.
-  static Result<std::unique_ptr<WindowDirectory>> create(MPI_Comm comm, std::uint32_t slots,
-                                                         Messenger& messenger, PeerLoad* load);
-  ~WindowDirectory() override;
+  // The shards are `ops`'s, zeroed and `slots` slots each on every rank before the first call.
+  // `messenger` carries the waits; `load` (may be null) counts the operations sent to each home.
+  // The directory registers its message handlers; all three must outlive it.
+  ShardedDirectory(ShardOps& ops, std::uint32_t slots, Messenger& messenger, PeerLoad* load);
+  ~ShardedDirectory() override;
 
   Result<Claim> acquire(const Key& key, unsigned flags = kClaimIt) override;
   void acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) override;
@@ -58,11 +56,7 @@ class WindowDirectory final : public Directory {
   Status publish(const Key& key, const Payload& payload) override;
   Status abandon(const Key& key) override;
 
-  Status close();  // collective
-
  private:
-  WindowDirectory(MPI_Comm comm, Window window, std::uint32_t slots, Messenger& messenger,
-                  PeerLoad* load);
   struct Where {
     int home;
     std::uint32_t slot;
@@ -92,8 +86,8 @@ class WindowDirectory final : public Directory {
 
   int home_of(const Key& key) const noexcept;
   Where where(const Key& key, int probe) const noexcept;
-  MPI_Aint disp(std::uint32_t slot) const noexcept {
-    return static_cast<MPI_Aint>(slot) * static_cast<MPI_Aint>(kSlotBytes);
+  static std::uint64_t disp(std::uint32_t slot) noexcept {
+    return static_cast<std::uint64_t>(slot) * kSlotBytes;
   }
   // Issues one probe's operations (no flush).
   Status issue(Probe& p);
@@ -105,10 +99,9 @@ class WindowDirectory final : public Directory {
   void on_notify(int from, std::span<const std::byte> body);
   void notify(int to, const Key& key, const Claim& claim);
 
-  MPI_Comm comm_;
-  int rank_;
-  int size_;
-  Window window_;
+  ShardOps& ops_;
+  const int rank_;
+  const int size_;
   const std::uint32_t slots_;
   Messenger& messenger_;
   PeerLoad* load_;
@@ -127,6 +120,6 @@ class WindowDirectory final : public Directory {
                              std::chrono::steady_clock::time_point deadline);
 };
 
-}  // namespace larder::mpi
+}  // namespace larder
 
-#endif  // LARDER_MPI_TRANSPORT_WINDOW_DIRECTORY_HPP_
+#endif  // LARDER_RUNTIME_DIRECTORY_SHARDED_DIRECTORY_HPP_

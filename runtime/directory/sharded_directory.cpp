@@ -1,4 +1,4 @@
-#include "mpi_transport/window_directory.hpp"
+#include "runtime/directory/sharded_directory.hpp"
 
 #include <xxhash.h>
 
@@ -6,20 +6,19 @@
 #include <optional>
 #include <thread>
 
-#include "mpi_transport/mpi_status.hpp"
 #include "runtime/common/log.hpp"
 
-namespace larder::mpi {
+namespace larder {
 namespace {
 
 constexpr std::uint64_t kStateClaimed = 0;  // claimed, claimer not recorded yet
 constexpr std::uint64_t kStateLoading = 1;
 constexpr std::uint64_t kStateReady = 2;
 constexpr std::uint64_t kStateFailed = 3;
-constexpr MPI_Aint kStateOffset = 8;
-constexpr MPI_Aint kCheckOffset = 16;
-constexpr MPI_Aint kTicketOffset = 24;
-constexpr MPI_Aint kPayloadOffset = 32;
+constexpr std::uint64_t kStateOffset = 8;
+constexpr std::uint64_t kCheckOffset = 16;
+constexpr std::uint64_t kTicketOffset = 24;
+constexpr std::uint64_t kPayloadOffset = 32;
 constexpr std::size_t kFinishedKept = 4096;
 
 std::uint64_t state_of(std::uint64_t w) noexcept {
@@ -52,70 +51,52 @@ struct Notice {
 
 }  // namespace
 
-WindowDirectory::WindowDirectory(MPI_Comm comm, Window window, std::uint32_t slots,
-                                 Messenger& messenger, PeerLoad* load)
-    : comm_(comm), window_(std::move(window)), slots_(slots), messenger_(messenger), load_(load) {
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
-}
-
-WindowDirectory::~WindowDirectory() = default;
-
-Result<std::unique_ptr<WindowDirectory>> WindowDirectory::create(MPI_Comm comm, std::uint32_t slots,
-                                                                 Messenger& messenger,
-                                                                 PeerLoad* load) {
-  auto window = Window::allocate(comm, static_cast<std::size_t>(slots) * kSlotBytes);
-  if (!window.ok()) return window.status();
-  std::unique_ptr<WindowDirectory> d(
-      new WindowDirectory(comm, std::move(*window), slots, messenger, load));
-  WindowDirectory* self = d.get();
+ShardedDirectory::ShardedDirectory(ShardOps& ops, std::uint32_t slots, Messenger& messenger,
+                                   PeerLoad* load)
+    : ops_(ops),
+      rank_(ops.rank()),
+      size_(ops.size()),
+      slots_(slots),
+      messenger_(messenger),
+      load_(load) {
   messenger.on(Channel::kWaitRegister,
-               [self](int from, std::span<const std::byte> b) { self->on_register(from, b); });
+               [this](int from, std::span<const std::byte> b) { on_register(from, b); });
   messenger.on(Channel::kWaitNotify,
-               [self](int from, std::span<const std::byte> b) { self->on_notify(from, b); });
-  return d;
+               [this](int from, std::span<const std::byte> b) { on_notify(from, b); });
 }
 
-int WindowDirectory::home_of(const Key& key) const noexcept {
+ShardedDirectory::~ShardedDirectory() = default;
+
+int ShardedDirectory::home_of(const Key& key) const noexcept {
   return static_cast<int>(key.home % static_cast<std::uint64_t>(size_));
 }
 
-WindowDirectory::Where WindowDirectory::where(const Key& key, int probe) const noexcept {
+ShardedDirectory::Where ShardedDirectory::where(const Key& key, int probe) const noexcept {
   const auto start =
       static_cast<std::uint32_t>((key.word / static_cast<std::uint64_t>(size_)) % slots_);
   return Where{home_of(key), (start + static_cast<std::uint32_t>(probe)) % slots_};
 }
 
-Status WindowDirectory::issue(Probe& p) {
-  MPI_Win win = window_.get();
+Status ShardedDirectory::issue(Probe& p) {
   p.where = where(p.key, p.probe);
-  const MPI_Aint base = disp(p.where.slot);
+  const std::uint64_t base = disp(p.where.slot);
   if (load_ != nullptr) load_->directory_op(p.where.home);
   if ((p.flags & kClaimIt) != 0) {
     p.expected = 0;
-    if (Status s = from_mpi(MPI_Compare_and_swap(&p.key.word, &p.expected, &p.old, MPI_UINT64_T,
-                                                 p.where.home, base, win),
-                            "MPI_Compare_and_swap");
+    if (Status s = ops_.compare_and_swap(p.where.home, base, &p.key.word, &p.expected, &p.old);
         !s.ok()) {
       return s;
     }
   }
-  if (Status s = from_mpi(MPI_Get(p.slot, static_cast<int>(kSlotBytes), MPI_BYTE, p.where.home,
-                                  base, static_cast<int>(kSlotBytes), MPI_BYTE, win),
-                          "MPI_Get");
-      !s.ok()) {
-    return s;
-  }
+  if (Status s = ops_.get(p.where.home, base, p.slot, kSlotBytes); !s.ok()) return s;
   if ((p.flags & kTicket) != 0) {
     static constexpr std::uint64_t kOne = 1;
-    return from_mpi(MPI_Fetch_and_op(&kOne, &p.ticket, MPI_UINT64_T, p.where.home,
-                                     base + kTicketOffset, MPI_SUM, win),
-                    "MPI_Fetch_and_op");
+    return ops_.fetch_add(p.where.home, base + kTicketOffset, &kOne, &p.ticket);
   }
   return {};
 }
 
-std::optional<Result<Claim>> WindowDirectory::decide(Probe& p) {
+std::optional<Result<Claim>> ShardedDirectory::decide(Probe& p) {
   const bool claiming = (p.flags & kClaimIt) != 0;
   const std::uint64_t word = claiming ? p.old : p.slot[0];
   if (word == 0) {
@@ -148,7 +129,7 @@ std::optional<Result<Claim>> WindowDirectory::decide(Probe& p) {
   return Result<Claim>(c);
 }
 
-void WindowDirectory::acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) {
+void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) {
   std::vector<Probe> probes(lookups.size());
   std::vector<std::size_t> pending;
   for (std::size_t i = 0; i < lookups.size(); ++i) {
@@ -174,7 +155,7 @@ void WindowDirectory::acquire_many(std::span<const Lookup> lookups, std::span<Re
     pending.clear();
     if (issued.empty()) break;
     // One flush completes every operation of the batch, to every home.
-    if (Status s = from_mpi(MPI_Win_flush_all(window_.get()), "MPI_Win_flush_all"); !s.ok()) {
+    if (Status s = ops_.flush_all(); !s.ok()) {
       for (std::size_t i : issued) out[i] = s;
       break;
     }
@@ -190,14 +171,14 @@ void WindowDirectory::acquire_many(std::span<const Lookup> lookups, std::span<Re
   }
 }
 
-Result<Claim> WindowDirectory::acquire(const Key& key, unsigned flags) {
+Result<Claim> ShardedDirectory::acquire(const Key& key, unsigned flags) {
   const Lookup one{key, flags};
   Result<Claim> out = Status(Errc::kInternal, 0, "not looked up");
   acquire_many(std::span(&one, 1), std::span(&out, 1));
   return out;
 }
 
-Status WindowDirectory::record_claim(const Key& key, const Where& where) {
+Status ShardedDirectory::record_claim(const Key& key, const Where& where) {
   {
     // Before the state names this rank: a waiter that reads it finds the key here.
     std::lock_guard lock(mu_);
@@ -207,19 +188,12 @@ Status WindowDirectory::record_claim(const Key& key, const Where& where) {
   // the full check is written with the payload).
   const std::uint64_t w =
       state_word(kStateLoading, rank_, static_cast<std::uint32_t>(key.check >> 32));
-  MPI_Win win = window_.get();
-  if (Status s =
-          from_mpi(MPI_Accumulate(&w, 1, MPI_UINT64_T, where.home, disp(where.slot) + kStateOffset,
-                                  1, MPI_UINT64_T, MPI_REPLACE, win),
-                   "MPI_Accumulate");
-      !s.ok()) {
-    return s;
-  }
-  return from_mpi(MPI_Win_flush(where.home, win), "MPI_Win_flush");
+  if (Status s = ops_.store(where.home, disp(where.slot) + kStateOffset, &w); !s.ok()) return s;
+  return ops_.flush(where.home);
 }
 
-Result<Claim> WindowDirectory::await_notice(const Key& key, int claimer,
-                                            std::chrono::steady_clock::time_point deadline) {
+Result<Claim> ShardedDirectory::await_notice(const Key& key, int claimer,
+                                             std::chrono::steady_clock::time_point deadline) {
   std::shared_ptr<Waiter> w;
   bool first = false;
   {
@@ -247,8 +221,8 @@ Result<Claim> WindowDirectory::await_notice(const Key& key, int claimer,
   return w->claim;
 }
 
-Result<Claim> WindowDirectory::wait(const Key& key, const Claim& loading,
-                                    std::chrono::milliseconds timeout) {
+Result<Claim> ShardedDirectory::wait(const Key& key, const Claim& loading,
+                                     std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   Claim now = loading;
   auto pause = std::chrono::microseconds(20);
@@ -274,7 +248,7 @@ Result<Claim> WindowDirectory::wait(const Key& key, const Claim& loading,
   }
 }
 
-void WindowDirectory::notify(int to, const Key& key, const Claim& claim) {
+void ShardedDirectory::notify(int to, const Key& key, const Claim& claim) {
   Notice n;
   n.key = key;
   n.outcome = static_cast<std::int32_t>(claim.outcome);
@@ -287,7 +261,7 @@ void WindowDirectory::notify(int to, const Key& key, const Claim& claim) {
   }
 }
 
-void WindowDirectory::on_register(int from, std::span<const std::byte> body) {
+void ShardedDirectory::on_register(int from, std::span<const std::byte> body) {
   if (body.size() != sizeof(Key)) return;
   Key key;
   std::memcpy(&key, body.data(), sizeof key);
@@ -304,7 +278,7 @@ void WindowDirectory::on_register(int from, std::span<const std::byte> body) {
   notify(from, key, *final);
 }
 
-void WindowDirectory::on_notify(int /*from*/, std::span<const std::byte> body) {
+void ShardedDirectory::on_notify(int /*from*/, std::span<const std::byte> body) {
   if (body.size() != sizeof(Notice)) return;
   Notice n;
   std::memcpy(&n, body.data(), sizeof n);
@@ -316,7 +290,7 @@ void WindowDirectory::on_notify(int /*from*/, std::span<const std::byte> body) {
   woken_.notify_all();
 }
 
-Status WindowDirectory::finish(const Key& key, std::uint64_t state, const Payload& payload) {
+Status ShardedDirectory::finish(const Key& key, std::uint64_t state, const Payload& payload) {
   Loading l;
   const Claim final{state == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed,
                     payload, rank_, 0};
@@ -335,43 +309,28 @@ Status WindowDirectory::finish(const Key& key, std::uint64_t state, const Payloa
       finished_order_.pop_front();
     }
   }
-  MPI_Win win = window_.get();
-  const MPI_Aint base = disp(l.where.slot);
-  Status result;
+  const std::uint64_t base = disp(l.where.slot);
   if (load_ != nullptr) load_->directory_op(l.where.home);
   // The check and the payload, flushed before the state that makes them valid.
-  result = from_mpi(
-      MPI_Put(&key.check, 1, MPI_UINT64_T, l.where.home, base + kCheckOffset, 1, MPI_UINT64_T, win),
-      "MPI_Put");
+  Status result = ops_.put(l.where.home, base + kCheckOffset, &key.check, sizeof key.check);
   if (result.ok()) {
-    result =
-        from_mpi(MPI_Put(payload.data(), static_cast<int>(kPayloadSize), MPI_BYTE, l.where.home,
-                         base + kPayloadOffset, static_cast<int>(kPayloadSize), MPI_BYTE, win),
-                 "MPI_Put");
+    result = ops_.put(l.where.home, base + kPayloadOffset, payload.data(), kPayloadSize);
   }
-  if (result.ok()) result = from_mpi(MPI_Win_flush(l.where.home, win), "MPI_Win_flush");
+  if (result.ok()) result = ops_.flush(l.where.home);
   const std::uint64_t w = state_word(state, rank_, checksum(key.check, payload.data()));
-  if (result.ok()) {
-    result = from_mpi(MPI_Accumulate(&w, 1, MPI_UINT64_T, l.where.home, base + kStateOffset, 1,
-                                     MPI_UINT64_T, MPI_REPLACE, win),
-                      "MPI_Accumulate");
-  }
-  if (result.ok()) result = from_mpi(MPI_Win_flush(l.where.home, win), "MPI_Win_flush");
+  if (result.ok()) result = ops_.store(l.where.home, base + kStateOffset, &w);
+  if (result.ok()) result = ops_.flush(l.where.home);
   // Waiters are told even when the slot could not be written: they must not wait for nothing.
   for (int to : l.waiters) notify(to, key, final);
   return result;
 }
 
-Status WindowDirectory::publish(const Key& key, const Payload& payload) {
+Status ShardedDirectory::publish(const Key& key, const Payload& payload) {
   return finish(key, kStateReady, payload);
 }
 
-Status WindowDirectory::abandon(const Key& key) {
+Status ShardedDirectory::abandon(const Key& key) {
   return finish(key, kStateFailed, Payload{});
 }
 
-Status WindowDirectory::close() {
-  return window_.close();
-}
-
-}  // namespace larder::mpi
+}  // namespace larder

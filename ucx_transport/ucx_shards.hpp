@@ -1,0 +1,74 @@
+// UcxShards: the directory's shards in UCX remote memory (ShardOps over Larder's own fabric).
+//
+// Each rank's shard is memory UCX allocates and registers (ucp_mem_map with ALLOCATE), zeroed,
+// its address and packed remote key exchanged once at init. Atomic words are UCX atomics
+// (compare-and-swap, fetch-add, swap), bytes ucp_get_nbx / ucp_put_nbx, a flush waits for this
+// thread's requests and, after puts, flushes the endpoint (remote completion). Served by the
+// target's UCX worker, which Larder's progress thread sleeps on (its event fd): a lookup of an
+// idle rank costs a network round trip, not a polling interval, and no MPI call is made after
+// start-up.
+#ifndef LARDER_UCX_TRANSPORT_UCX_SHARDS_HPP_
+#define LARDER_UCX_TRANSPORT_UCX_SHARDS_HPP_
+
+#include <mpi.h>
+#include <ucp/api/ucp.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "runtime/directory/shard_ops.hpp"
+#include "ucx_transport/fabric.hpp"
+
+namespace larder::ucx {
+
+class UcxShards final : public ShardOps {
+ public:
+  // Collective over `comm`: `bytes` zeroed bytes per rank, exchanged with every rank.
+  static Result<std::unique_ptr<UcxShards>> create(MPI_Comm comm, Fabric& fabric,
+                                                   std::size_t bytes);
+  ~UcxShards() override;
+
+  int rank() const noexcept override { return fabric_.rank(); }
+  int size() const noexcept override { return fabric_.size(); }
+  Status compare_and_swap(int target, std::uint64_t disp, const std::uint64_t* desired,
+                          const std::uint64_t* expected, std::uint64_t* old) override;
+  Status fetch_add(int target, std::uint64_t disp, const std::uint64_t* add,
+                   std::uint64_t* old) override;
+  Status store(int target, std::uint64_t disp, const std::uint64_t* value) override;
+  Status get(int target, std::uint64_t disp, void* into, std::size_t bytes) override;
+  Status put(int target, std::uint64_t disp, const void* from, std::size_t bytes) override;
+  Status flush(int target) override;
+  Status flush_all() override;
+
+  // Releases the remote keys and the shard (before the fabric closes its endpoints).
+  void close() noexcept;
+
+ private:
+  explicit UcxShards(Fabric& fabric) : fabric_(fabric) {}
+  struct Remote {
+    std::uint64_t base = 0;
+    std::vector<std::byte> packed;
+    ucp_rkey_h rkey = nullptr;  // unpacked on first use (guarded by mu_)
+  };
+  // The peer and its shard's key, connecting and unpacking on first use.
+  Status target(int rank, Peer** peer, ucp_rkey_h* rkey);
+  // A get (into `buffer`) or a put (from it) of `bytes` bytes at `disp` in rank's shard.
+  Status issue_rma(int rank, std::uint64_t disp, void* buffer, std::size_t bytes, bool is_put);
+  Status issue_atomic(int rank, ucp_atomic_op_t op, std::uint64_t disp, const std::uint64_t* arg,
+                      std::uint64_t* reply);
+  Status track(ucs_status_ptr_t request, std::unique_ptr<Completion> c, Peer* peer, int rank,
+               bool is_put);
+  Status complete(int rank, bool all);
+
+  Fabric& fabric_;
+  ucp_mem_h memh_ = nullptr;
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::mutex mu_;
+  std::vector<Remote> remotes_;  // index = rank; rkey guarded by mu_
+};
+
+}  // namespace larder::ucx
+
+#endif  // LARDER_UCX_TRANSPORT_UCX_SHARDS_HPP_
