@@ -26,7 +26,8 @@ Cache::Cache(CacheParts parts)
       progress_(parts.progress),
       node_(parts.node),
       load_(parts.load),
-      topology_(std::move(parts.topology)) {}
+      topology_(std::move(parts.topology)),
+      nodes_(static_cast<std::uint64_t>(topology_.node_count())) {}
 
 bool Cache::memo_find(const Key& key, Payload* out) {
   std::shared_lock lock(memo_mu_);

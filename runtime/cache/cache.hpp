@@ -183,6 +183,7 @@ class Cache {
   NodeTable* node_;
   PeerLoad* load_;
   const Topology topology_;
+  const std::uint64_t nodes_;         // topology_.node_count(), for the fan-out tree's shape
   std::atomic<bool> closing_{false};  // acquire/release: see begin_close()
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so

@@ -9,13 +9,6 @@
 #include "runtime/common/log.hpp"
 
 namespace larder {
-namespace {
-
-// A holder with a ticket that has not claimed its entry yet is about to (its next round trip):
-// this many short pauses before the reader asks the next holder up instead.
-constexpr int kAbsentRetries = 6;
-
-}  // namespace
 
 Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecord& into) {
   if (transport_ == nullptr || closing()) {
@@ -42,7 +35,11 @@ Result<ChunkRecord> Cache::holder_source(const Key& key, const ChunkRecord& orig
                                          std::uint64_t position, const Result<Claim>& parent) {
   bool first = true;
   for (const std::uint64_t q : fanout::ancestors(position, config_.fanout)) {
-    if (q == fanout::kOrigin || q == origin.position) return origin;
+    if (q == 0) return origin;
+    if (!fanout::can_have_children(q, config_.fanout, nodes_)) {
+      first = false;  // a leaf holds no entry (more tickets than nodes: a node table fell back)
+      continue;
+    }
     const Key hkey = holder_key(key, q);
     Result<Claim> r = parent;
     if (!first) {
@@ -50,11 +47,15 @@ Result<ChunkRecord> Cache::holder_source(const Key& key, const ChunkRecord& orig
       r = directory_.acquire(hkey, kLookOnly);
     }
     first = false;
-    auto pause = std::chrono::microseconds(100);
-    for (int tries = 0; r.ok() && r->outcome == Claim::Outcome::kAbsent && tries < kAbsentRetries;
-         ++tries) {
+    // The parent took its ticket before this node did and claims its entry in its next round
+    // trip: look again, less and less often, up to the timeout (a parent that fails gives its
+    // entry up, and a FAILED entry sends the reader further up at once).
+    const auto deadline = std::chrono::steady_clock::now() + config_.wait_timeout;
+    auto pause = std::chrono::microseconds(50);
+    while (r.ok() && r->outcome == Claim::Outcome::kAbsent &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(pause);
-      pause *= 2;
+      pause = std::min(pause * 2, std::chrono::microseconds(2000));
       stats_.add(Counter::directory_ops);
       r = directory_.acquire(hkey, kLookOnly);
     }
@@ -75,16 +76,25 @@ Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload,
       closing()) {
     return payload;
   }
-  // Claim this node's place in the chunk's tree and look up the parent's, in one round trip.
-  const std::uint64_t parent = fanout::parent(ticket, config_.fanout);
-  const bool ask_parent = parent != fanout::kOrigin && parent != origin.position;
-  const Lookup lookups[2] = {{holder_key(key, ticket), kClaimIt},
-                             {holder_key(key, ask_parent ? parent : 0), kLookOnly}};
-  Result<Claim> claims[2] = {Status(Errc::kInternal, 0, ""), Status(Errc::kInternal, 0, "")};
-  const std::size_t n = ask_parent ? 2 : 1;
-  directory_.acquire_many(std::span(lookups, n), std::span(claims, n));
-  stats_.add(Counter::directory_ops, n);
-  const bool holder = claims[0].ok() && claims[0]->outcome == Claim::Outcome::kClaimed;
+  // Claim this node's place in the chunk's tree (when a place below it can exist) and look up
+  // the parent's (when it is not the origin), in one round trip.
+  const std::uint64_t position = fanout::position(ticket, origin.position);
+  const std::uint64_t parent = fanout::parent(position, config_.fanout);
+  const bool ask_parent = parent != 0 && fanout::can_have_children(parent, config_.fanout, nodes_);
+  const bool may_hold =
+      position != 0 && fanout::can_have_children(position, config_.fanout, nodes_);
+  Lookup lookups[2];
+  std::size_t n = 0;
+  if (may_hold) lookups[n++] = {holder_key(key, position), kClaimIt};
+  if (ask_parent) lookups[n++] = {holder_key(key, parent), kLookOnly};
+  Result<Claim> claims[2] = {Status(Errc::kInternal, 0, "no holder entry"),
+                             Status(Errc::kUnavailable, 0, "the parent is the origin")};
+  if (n > 0) {
+    directory_.acquire_many(std::span(lookups, n), std::span(claims, n));
+    stats_.add(Counter::directory_ops, n);
+  }
+  if (!may_hold && ask_parent) claims[1] = std::move(claims[0]);
+  const bool holder = may_hold && claims[0].ok() && claims[0]->outcome == Claim::Outcome::kClaimed;
   auto give_up = [&]() -> Result<Payload> {
     if (holder) (void)directory_.abandon(lookups[0].key);  // readers below ask further up
     return payload;  // the origin's copy, read piece by piece over the network
@@ -96,8 +106,8 @@ Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload,
   copy.tier = place->tier;
   copy.offset = place->offset;
   copy.length = origin.length;
-  copy.position = ticket;
-  auto source = holder_source(key, origin, ticket, claims[1]);
+  copy.position = position;
+  auto source = holder_source(key, origin, position, claims[1]);
   if (!source.ok() || source->length != origin.length) source = origin;
   if (!copy_from(*source, copy).ok() &&
       (source->owner == origin.owner || !copy_from(origin, copy).ok())) {

@@ -23,9 +23,10 @@ struct PathRecord {
 };
 
 // Where a READY chunk sits: rank, tier and byte range in that rank's arena. In the directory it
-// is the origin's copy (the rank that loaded it from the PFS), with the fan-out position the
-// origin holds (fanout.hpp); in a node table and a rank's memo, the copy on that node (or the
-// origin's, when the node could not keep a copy). Holder entries (KeyKind::kHolder) hold one too.
+// is the origin's copy (the rank that loaded it from the PFS), with the ticket the origin took
+// (`position`: fanout.hpp maps tickets to places in the tree); in a holder entry, a node's copy
+// with its place in the tree; in a node table and a rank's memo, the copy on that node (or the
+// origin's, when the node could not keep a copy).
 struct ChunkRecord {
   std::int32_t owner = -1;
   Tier tier = Tier::kMem;

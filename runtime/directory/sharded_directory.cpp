@@ -11,34 +11,42 @@
 namespace larder {
 namespace {
 
-constexpr std::uint64_t kStateClaimed = 0;  // claimed, claimer not recorded yet
-constexpr std::uint64_t kStateLoading = 1;
+constexpr std::uint64_t kStateLoading = 0;
 constexpr std::uint64_t kStateReady = 2;
 constexpr std::uint64_t kStateFailed = 3;
-constexpr std::uint64_t kStateOffset = 8;
-constexpr std::uint64_t kCheckOffset = 16;
-constexpr std::uint64_t kTicketOffset = 24;
-constexpr std::uint64_t kPayloadOffset = 32;
+constexpr std::uint64_t kTicketOffset = 8;
+constexpr std::uint64_t kStateOffset = 16;
+constexpr std::size_t kStateWord = 2;
+constexpr std::size_t kCheckWord = 3;
+constexpr std::size_t kPayloadWord = 4;
+constexpr std::size_t kFinalWords = 16;  // state, check, payload: what publish() writes
 constexpr std::size_t kFinishedKept = 4096;
+constexpr int kWordBits = 40;
+constexpr std::uint64_t kWordMask = (std::uint64_t{1} << kWordBits) - 1;
 
+static_assert(kPayloadWord + kPayloadSize / 8 == ShardedDirectory::kSlotWords);
+static_assert(kFinalWords == ShardedDirectory::kSlotWords - kStateWord);
+
+std::uint64_t claim_word(const Key& key, int rank) noexcept {
+  return (key.word & kWordMask) | (static_cast<std::uint64_t>(rank + 1) << kWordBits);
+}
+bool names_key(std::uint64_t w, const Key& key) noexcept {
+  return w != 0 && (w & kWordMask) == (key.word & kWordMask);
+}
+int claimer_of(std::uint64_t w) noexcept {
+  return static_cast<int>(w >> kWordBits) - 1;
+}
 std::uint64_t state_of(std::uint64_t w) noexcept {
   return w & 0xff;
 }
-int claimer_of(std::uint64_t w) noexcept {
-  return static_cast<int>((w >> 8) & 0xffffff);
-}
-std::uint32_t high_of(std::uint64_t w) noexcept {
-  return static_cast<std::uint32_t>(w >> 32);
-}
-std::uint32_t checksum(std::uint64_t check, const std::byte* payload) noexcept {
+std::uint64_t checksum(std::uint64_t check, const std::byte* payload) noexcept {
   std::byte buf[sizeof check + kPayloadSize];
   std::memcpy(buf, &check, sizeof check);
   std::memcpy(buf + sizeof check, payload, kPayloadSize);
-  return static_cast<std::uint32_t>(XXH3_64bits(buf, sizeof buf));
+  return XXH3_64bits(buf, sizeof buf) >> 8;  // 56 bits
 }
-std::uint64_t state_word(std::uint64_t state, int rank, std::uint32_t high) noexcept {
-  return state | (static_cast<std::uint64_t>(rank & 0xffffff) << 8) |
-         (static_cast<std::uint64_t>(high) << 32);
+std::uint64_t state_word(std::uint64_t state, std::uint64_t sum) noexcept {
+  return state | (sum << 8);
 }
 
 // A notification on the wire: the key, the outcome, the claimer and the payload.
@@ -83,7 +91,8 @@ Status ShardedDirectory::issue(Probe& p) {
   if (load_ != nullptr) load_->directory_op(p.where.home);
   if ((p.flags & kClaimIt) != 0) {
     p.expected = 0;
-    if (Status s = ops_.compare_and_swap(p.where.home, base, &p.key.word, &p.expected, &p.old);
+    p.desired = claim_word(p.key, rank_);
+    if (Status s = ops_.compare_and_swap(p.where.home, base, &p.desired, &p.expected, &p.old);
         !s.ok()) {
       return s;
     }
@@ -101,32 +110,53 @@ std::optional<Result<Claim>> ShardedDirectory::decide(Probe& p) {
   const std::uint64_t word = claiming ? p.old : p.slot[0];
   if (word == 0) {
     if (!claiming) return Result<Claim>(Claim{Claim::Outcome::kAbsent, {}, -1, 0});
-    if (Status s = record_claim(p.key, p.where); !s.ok()) return Result<Claim>(s);
     return Result<Claim>(Claim{Claim::Outcome::kClaimed, {}, rank_, p.ticket});
   }
-  if (word != p.key.word) return std::nullopt;  // another key's slot: probe on
-  // Our word. The get may have read the slot before our compare-and-swap was applied, or while
-  // the claimer was recording itself: then the state says so and the caller asks again.
-  const std::uint64_t state = p.slot[1];
-  const std::uint64_t st = state_of(state);
-  if (p.slot[0] != p.key.word || st == kStateClaimed) {
-    return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, -1, p.ticket});
+  if (!names_key(word, p.key)) return std::nullopt;  // another key's slot: probe on
+  const int claimer = claimer_of(word);
+  // The get may have read the slot before the claim it saw was made (the operations of a batch
+  // are not ordered at the target): then only the claim word is known, and it names the claimer.
+  if (p.slot[0] != word || state_of(p.slot[kStateWord]) == kStateLoading) {
+    return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, claimer, p.ticket});
   }
-  if (st == kStateLoading) {
-    if (high_of(state) != static_cast<std::uint32_t>(p.key.check >> 32)) return std::nullopt;
-    return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, claimer_of(state), p.ticket});
-  }
-  if (p.slot[2] != p.key.check) return std::nullopt;  // same word, another key
+  if (p.slot[kCheckWord] != p.key.check) return std::nullopt;  // same word, another key
   Claim c;
-  std::memcpy(c.payload.data(), &p.slot[4], kPayloadSize);
-  if (checksum(p.slot[2], c.payload.data()) != high_of(state)) {
-    // Read while the publisher wrote it: ask again (the caller sees a LOADING answer).
+  std::memcpy(c.payload.data(), &p.slot[kPayloadWord], kPayloadSize);
+  const std::uint64_t state = p.slot[kStateWord];
+  if (checksum(p.slot[kCheckWord], c.payload.data()) != (state >> 8)) {
+    // Read while the publisher wrote it: ask again (the caller sees a LOADING answer with no
+    // claimer, and looks again after a pause).
     return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, -1, p.ticket});
   }
-  c.outcome = st == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed;
-  c.claimer = claimer_of(state);
+  c.outcome = state_of(state) == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed;
+  c.claimer = claimer;
   c.ticket = p.ticket;
   return Result<Claim>(c);
+}
+
+void ShardedDirectory::begin_claim(const Key& key) {
+  std::lock_guard lock(mu_);
+  ++loading_[key].claiming;
+}
+
+void ShardedDirectory::end_claim(const Key& key, const Where* won) {
+  std::vector<int> lost_waiters;
+  {
+    std::lock_guard lock(mu_);
+    auto it = loading_.find(key);
+    if (it == loading_.end()) return;
+    --it->second.claiming;
+    if (won != nullptr) {
+      it->second.claimed = true;
+      it->second.where = *won;
+    }
+    if (it->second.claiming > 0 || it->second.claimed) return;
+    // Lost or failed: nobody saw a claim word of this rank for it, unless the key was claimed
+    // and finished here long ago; such a waiter is told to look again.
+    lost_waiters = std::move(it->second.waiters);
+    loading_.erase(it);
+  }
+  for (int to : lost_waiters) notify(to, key, Claim{Claim::Outcome::kLoading, {}, -1, 0});
 }
 
 void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) {
@@ -135,6 +165,7 @@ void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<R
   for (std::size_t i = 0; i < lookups.size(); ++i) {
     probes[i].key = lookups[i].key;
     probes[i].flags = lookups[i].flags;
+    if ((probes[i].flags & kClaimIt) != 0) begin_claim(probes[i].key);
     pending.push_back(i);
   }
   while (!pending.empty()) {
@@ -144,11 +175,12 @@ void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<R
         out[i] =
             Status(Errc::kNoSpace, ENOSPC,
                    "directory shard of rank " + std::to_string(probes[i].where.home) + " is full");
+        if ((probes[i].flags & kClaimIt) != 0) end_claim(probes[i].key, nullptr);
         continue;
       }
       if (Status s = issue(probes[i]); !s.ok()) {
         out[i] = s;
-        continue;
+        continue;  // issued operations may still apply: the claim stays registered
       }
       issued.push_back(i);
     }
@@ -157,12 +189,18 @@ void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<R
     // One flush completes every operation of the batch, to every home.
     if (Status s = ops_.flush_all(); !s.ok()) {
       for (std::size_t i : issued) out[i] = s;
+      // A compare-and-swap that failed with its flush may still have been applied: such a claim
+      // stays registered (its waiters are answered at the timeout, never left hanging).
       break;
     }
     for (std::size_t i : issued) {
       auto decided = decide(probes[i]);
       if (decided) {
         out[i] = std::move(*decided);
+        if ((probes[i].flags & kClaimIt) != 0) {
+          const bool won = out[i].ok() && out[i]->outcome == Claim::Outcome::kClaimed;
+          end_claim(probes[i].key, won ? &probes[i].where : nullptr);
+        }
       } else {
         ++probes[i].probe;
         pending.push_back(i);
@@ -176,20 +214,6 @@ Result<Claim> ShardedDirectory::acquire(const Key& key, unsigned flags) {
   Result<Claim> out = Status(Errc::kInternal, 0, "not looked up");
   acquire_many(std::span(&one, 1), std::span(&out, 1));
   return out;
-}
-
-Status ShardedDirectory::record_claim(const Key& key, const Where& where) {
-  {
-    // Before the state names this rank: a waiter that reads it finds the key here.
-    std::lock_guard lock(mu_);
-    loading_[key].where = where;
-  }
-  // Loading, with the claimer and the check's high half (readers tell keys apart by it until
-  // the full check is written with the payload).
-  const std::uint64_t w =
-      state_word(kStateLoading, rank_, static_cast<std::uint32_t>(key.check >> 32));
-  if (Status s = ops_.store(where.home, disp(where.slot) + kStateOffset, &w); !s.ok()) return s;
-  return ops_.flush(where.home);
 }
 
 Result<Claim> ShardedDirectory::await_notice(const Key& key, int claimer,
@@ -208,8 +232,12 @@ Result<Claim> ShardedDirectory::await_notice(const Key& key, int claimer,
   }
   Status sent;
   if (first) {
-    sent = messenger_.send(claimer, Channel::kWaitRegister,
-                           {reinterpret_cast<const std::byte*>(&key), sizeof key});
+    const std::span<const std::byte> body{reinterpret_cast<const std::byte*>(&key), sizeof key};
+    if (claimer == rank_) {
+      on_register(rank_, body);  // another thread of this rank is loading it
+    } else {
+      sent = messenger_.send(claimer, Channel::kWaitRegister, body);
+    }
   }
   std::unique_lock lock(mu_);
   const bool done = sent.ok() && woken_.wait_until(lock, deadline, [&] { return w->done; });
@@ -235,13 +263,12 @@ Result<Claim> ShardedDirectory::wait(const Key& key, const Claim& loading,
       auto notice = await_notice(key, now.claimer, deadline);
       if (!notice.ok()) return notice;
       if (notice->outcome != Claim::Outcome::kLoading) return *notice;
-      // "Look again": the claimer no longer remembers this key (finished long ago).
-    } else {
-      // The claimer has not recorded itself yet (its claim's round trip is finishing), or a get
-      // overlapped the publisher's writes: a short pause, then ask again. Rare.
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::microseconds(2000));
     }
+    // "Look again" (the claimer finished long ago and forgot the key), or a get that overlapped
+    // the publisher's put: a short pause, then ask again. Rare; the pauses double, so even a key
+    // that cannot be told from another (header comment) costs a few messages, not a storm.
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
     auto again = acquire(key, kLookOnly);
     if (!again.ok()) return again;
     now = *again;
@@ -254,6 +281,10 @@ void ShardedDirectory::notify(int to, const Key& key, const Claim& claim) {
   n.outcome = static_cast<std::int32_t>(claim.outcome);
   n.claimer = claim.claimer;
   n.payload = claim.payload;
+  if (to == rank_) {
+    on_notify(rank_, {reinterpret_cast<const std::byte*>(&n), sizeof n});
+    return;
+  }
   if (Status s = messenger_.send(to, Channel::kWaitNotify,
                                  {reinterpret_cast<const std::byte*>(&n), sizeof n});
       !s.ok()) {
@@ -265,17 +296,17 @@ void ShardedDirectory::on_register(int from, std::span<const std::byte> body) {
   if (body.size() != sizeof(Key)) return;
   Key key;
   std::memcpy(&key, body.data(), sizeof key);
-  std::optional<Claim> final;
+  Claim answer{Claim::Outcome::kLoading, {}, -1, 0};  // not known here: "look again"
   {
     std::lock_guard lock(mu_);
-    if (auto it = loading_.find(key); it != loading_.end()) {
-      it->second.waiters.push_back(from);
+    if (auto it = finished_.find(key); it != finished_.end()) {
+      answer = it->second;
+    } else if (auto l = loading_.find(key); l != loading_.end()) {
+      l->second.waiters.push_back(from);  // claimed, or being claimed: told when final
       return;
     }
-    final = Claim{Claim::Outcome::kLoading, {}, -1, 0};  // not known: "look again"
-    if (auto it = finished_.find(key); it != finished_.end()) final = it->second;
   }
-  notify(from, key, *final);
+  notify(from, key, answer);
 }
 
 void ShardedDirectory::on_notify(int /*from*/, std::span<const std::byte> body) {
@@ -297,11 +328,17 @@ Status ShardedDirectory::finish(const Key& key, std::uint64_t state, const Paylo
   {
     std::lock_guard lock(mu_);
     auto it = loading_.find(key);
-    if (it == loading_.end()) {
+    if (it == loading_.end() || !it->second.claimed) {
       return Status(Errc::kInternal, EINVAL, "finishing an entry this rank did not claim");
     }
     l = std::move(it->second);
-    loading_.erase(it);
+    if (l.claiming > 0) {
+      // Another thread of this rank is still acquiring the key: it finds the entry final.
+      it->second = Loading{};
+      it->second.claiming = l.claiming;
+    } else {
+      loading_.erase(it);
+    }
     finished_[key] = final;
     finished_order_.push_back(key);
     if (finished_order_.size() > kFinishedKept) {
@@ -309,16 +346,13 @@ Status ShardedDirectory::finish(const Key& key, std::uint64_t state, const Paylo
       finished_order_.pop_front();
     }
   }
-  const std::uint64_t base = disp(l.where.slot);
   if (load_ != nullptr) load_->directory_op(l.where.home);
-  // The check and the payload, flushed before the state that makes them valid.
-  Status result = ops_.put(l.where.home, base + kCheckOffset, &key.check, sizeof key.check);
-  if (result.ok()) {
-    result = ops_.put(l.where.home, base + kPayloadOffset, payload.data(), kPayloadSize);
-  }
-  if (result.ok()) result = ops_.flush(l.where.home);
-  const std::uint64_t w = state_word(state, rank_, checksum(key.check, payload.data()));
-  if (result.ok()) result = ops_.store(l.where.home, base + kStateOffset, &w);
+  // State, check and payload in one put: a reader trusts them only when the checksum matches.
+  std::uint64_t words[kFinalWords];
+  words[0] = state_word(state, checksum(key.check, payload.data()));
+  words[1] = key.check;
+  std::memcpy(&words[2], payload.data(), kPayloadSize);
+  Status result = ops_.put(l.where.home, disp(l.where.slot) + kStateOffset, words, sizeof words);
   if (result.ok()) result = ops_.flush(l.where.home);
   // Waiters are told even when the slot could not be written: they must not wait for nothing.
   for (int to : l.waiters) notify(to, key, final);

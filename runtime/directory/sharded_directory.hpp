@@ -5,19 +5,29 @@
 // Each rank hosts one shard of `slots` slots of 144 bytes. A key's home rank is key.home % size;
 // within the shard, linear probing from (word / size) % slots, at most kMaxProbe slots.
 //
-//   word 0       key word     0 = empty; set once by MPI_Compare_and_swap (the claim)
-//   word 1       state word   state (bits 0-7: 0 claimed, 1 loading, 2 ready, 3 failed),
-//                             claimer rank (bits 8-31), checksum of words 2 and 4-17 (32-63)
-//   word 2       key check    the other half of the 128-bit key
-//   word 3       tickets      readers so far (MPI_Fetch_and_op SUM: fan-out positions)
+//   word 0       claim word   0 = empty; else the key word's low 40 bits and, above them, the
+//                             claimer's rank + 1; set once by compare-and-swap (the claim)
+//   word 1       tickets      readers so far (fetch-and-add: fan-out positions)
+//   word 2       state word   state (bits 0-7: 0 loading, 2 ready, 3 failed) and a 56-bit
+//                             checksum of words 3-17 (bits 8-63)
+//   word 3       key check    the other half of the 128-bit key
 //   words 4..17  payload      112 bytes
 //
-// acquire() is one round trip: the claim (compare-and-swap), a get of the whole slot and the
-// ticket, issued together and completed by one flush. A reader trusts a READY slot only when
-// its checksum matches, so a get that overlaps the publisher's writes is retried, never used.
-// The claimer records itself (state 1, its rank, the check) right after the claim; a reader that
-// finds state 0 retries after a few microseconds. Waiters for a LOADING entry register with the
-// claimer through the Messenger and are told when it is final: no polling.
+// Costs (one round trip = one flush of operations issued together):
+//   acquire()    one round trip: the claim (compare-and-swap), a get of the whole slot and the
+//                ticket, issued together. A claim is complete when it returns: the claim word
+//                names the claimer, so nothing else is written until the entry is final.
+//   publish()    one round trip: one put of words 2-17 (state, check, payload). Readers trust a
+//                final slot only when its checksum matches, so a get that overlapped the put is
+//                retried, never used.
+//   wait()       a LOADING entry names its claimer: the waiter registers with it through the
+//                Messenger (one message) and is told when it is final (one message). No polling.
+//   acquire_many() one round trip for any number of keys (per probe step).
+//
+// Two keys whose words share the low 40 bits and probe the same slot cannot be told apart while
+// the first is loading: the second waits for the wrong claimer, which answers "look again",
+// until its timeout, then reads the PFS (the odds: about 2^-40 per pair of keys in the same
+// probe window). Final entries are told apart by the full 128-bit key.
 #ifndef LARDER_RUNTIME_DIRECTORY_SHARDED_DIRECTORY_HPP_
 #define LARDER_RUNTIME_DIRECTORY_SHARDED_DIRECTORY_HPP_
 
@@ -67,14 +77,18 @@ class ShardedDirectory final : public Directory {
     unsigned flags;
     int probe = 0;  // slots tried so far
     Where where{};
+    std::uint64_t desired = 0;   // the claim word this rank writes
     std::uint64_t expected = 0;  // compare value
     std::uint64_t old = 0;       // compare-and-swap result
     std::uint64_t ticket = 0;
     std::uint64_t slot[kSlotWords] = {};
   };
-  // A key that this rank claimed: where, and who waits for it.
+  // A key that this rank claimed, or is claiming (a claim of this rank is registered here
+  // before its compare-and-swap goes out, so a waiter's registration always finds it).
   struct Loading {
-    Where where;
+    Where where{};
+    bool claimed = false;
+    int claiming = 0;  // this rank's acquires of the key in flight
     std::vector<int> waiters;
   };
   // What the waiting threads of this rank (for one key) receive.
@@ -93,7 +107,9 @@ class ShardedDirectory final : public Directory {
   Status issue(Probe& p);
   // Reads a completed probe: a final answer, or nullopt to probe the next slot.
   std::optional<Result<Claim>> decide(Probe& p);
-  Status record_claim(const Key& key, const Where& where);
+  // Registers (claiming) or unregisters a claim in flight; `won` records where it landed.
+  void begin_claim(const Key& key);
+  void end_claim(const Key& key, const Where* won);
   Status finish(const Key& key, std::uint64_t state, const Payload& payload);
   void on_register(int from, std::span<const std::byte> body);
   void on_notify(int from, std::span<const std::byte> body);
