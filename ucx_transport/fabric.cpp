@@ -168,34 +168,60 @@ Status Fabric::wait(void* request, Completion& c, Peer& peer) {
   return from_ucs(c.status, "ucx request");
 }
 
-Status Fabric::get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) {
-  auto peer = connected_peer(owner);
+Status Fabric::issue_get(const GetOp& op, Completion& c, Peer** peer_out, void** request) {
+  *request = nullptr;
+  auto peer = connected_peer(op.owner);
   if (!peer.ok()) return peer.status();
   Peer& p = **peer;
-  const int t = static_cast<int>(tier);
-  if (offset + into.size() > p.info().arena_size[t]) {
+  *peer_out = &p;
+  const int t = static_cast<int>(op.tier);
+  if (op.offset + op.into.size() > p.info().arena_size[t]) {
     return Status(Errc::kInvalidArgument, ERANGE, "get beyond the end of the peer's arena");
   }
-  Completion c;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = &on_request_done;
   param.user_data = &c;
-  ucs_status_ptr_t request = nullptr;
+  ucs_status_ptr_t request_or_error = nullptr;
   {
     std::shared_lock lock(peers_mu_);
     if (p.failed() || !p.connected()) return Status(Errc::kTransport, 0, "ucx peer has failed");
-    request = ucp_get_nbx(p.endpoint(), into.data(), into.size(), p.info().arena_base[t] + offset,
-                          p.rkey(tier), &param);
+    request_or_error = ucp_get_nbx(p.endpoint(), op.into.data(), op.into.size(),
+                                   p.info().arena_base[t] + op.offset, p.rkey(op.tier), &param);
   }
-  if (request == nullptr) return {};
-  if (UCS_PTR_IS_ERR(request)) {
+  if (UCS_PTR_IS_ERR(request_or_error)) {
     p.mark_failed();
-    return from_ucs(UCS_PTR_STATUS(request), "ucp_get_nbx");
+    return from_ucs(UCS_PTR_STATUS(request_or_error), "ucp_get_nbx");
   }
-  Status s = wait(request, c, p);
-  if (!s.ok()) p.mark_failed();
-  return s;
+  *request = request_or_error;  // null: completed at once
+  return {};
+}
+
+Status Fabric::get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) {
+  const GetOp op{owner, tier, offset, into};
+  Status out;
+  get_many(std::span(&op, 1), std::span(&out, 1));
+  return out;
+}
+
+void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
+  // Every get is issued first, so that they overlap; then each is waited for.
+  struct InFlight {
+    Completion c;
+    Peer* peer = nullptr;
+    void* request = nullptr;
+  };
+  std::vector<std::unique_ptr<InFlight>> flights(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    flights[i] = std::make_unique<InFlight>();
+    out[i] = issue_get(ops[i], flights[i]->c, &flights[i]->peer, &flights[i]->request);
+  }
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    InFlight& f = *flights[i];
+    if (f.request == nullptr) continue;
+    out[i] = wait(f.request, f.c, *f.peer);
+    if (!out[i].ok()) f.peer->mark_failed();
+  }
 }
 
 Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {

@@ -50,6 +50,7 @@ class Fabric final : public ClosableTransport {
 
   const char* name() const noexcept override { return "ucx"; }
   Status get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) override;
+  void get_many(std::span<const GetOp> ops, std::span<Status> out) override;
   std::vector<ProgressSource> progress_sources() override;
   ShardOps* shards() noexcept override;
   Messenger* messenger() noexcept override;
@@ -76,6 +77,8 @@ class Fabric final : public ClosableTransport {
   // Connects to a worker that no longer exists (fault injection for tests).
   Result<std::vector<std::byte>> dead_worker_address();
   void fail_peer(Peer& peer) noexcept;
+  // Issues one get (`*request` null when it completed at once, or when it failed).
+  Status issue_get(const GetOp& op, Completion& c, Peer** peer, void** request);
 
   // Declaration order is teardown order, reversed: peers (rkeys, endpoints) go first, then the
   // registrations, then the worker, then the context.

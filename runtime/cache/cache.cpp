@@ -19,7 +19,8 @@ Cache::Cache(CacheParts parts)
     : config_(*parts.config),
       stats_(*parts.stats),
       pfs_(*parts.pfs),
-      directory_(*parts.directory),
+      timed_directory_(*parts.directory, *parts.stats),
+      directory_(timed_directory_),
       tiers_(*parts.tiers),
       peers_(parts.peers),
       transport_(parts.transport),
@@ -40,6 +41,30 @@ bool Cache::memo_find(const Key& key, Payload* out) {
 void Cache::memo_put(const Key& key, const Payload& payload) {
   std::unique_lock lock(memo_mu_);
   memo_.insert_or_assign(key, payload);
+}
+
+namespace {
+
+std::uint64_t ns_since(std::chrono::steady_clock::time_point start) noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+}
+
+}  // namespace
+
+NodeTable::Found Cache::node_acquire(const Key& key, std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  NodeTable::Found found = node_->acquire(key, timeout);
+  stats_.add(Counter::node_ns, ns_since(start));
+  return found;
+}
+
+Status Cache::timed_get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) {
+  const auto start = std::chrono::steady_clock::now();
+  Status s = transport_->get(owner, tier, offset, into);
+  stats_.add(Counter::transport_ns, ns_since(start));
+  return s;
 }
 
 // ---- data ------------------------------------------------------------------------------------
@@ -188,7 +213,7 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
   // A chunk of another node that this node could not copy: the piece itself, over the network.
   if (transport_ == nullptr || closing()) return false;
   stats_.add(Counter::transport_gets);
-  if (Status s = transport_->get(record.owner, record.tier, offset, into); !s.ok()) {
+  if (Status s = timed_get(record.owner, record.tier, offset, into); !s.ok()) {
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                        into.size(), record.owner, s.to_string());

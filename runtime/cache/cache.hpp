@@ -26,6 +26,7 @@
 #include "runtime/cache/records.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/directory/directory.hpp"
+#include "runtime/directory/timed_directory.hpp"
 #include "runtime/node/node_table.hpp"
 #include "runtime/pfs/file_system.hpp"
 #include "runtime/stats/peer_load.hpp"
@@ -113,6 +114,7 @@ class Cache {
     Payload payload{};
     bool fresh = false;   // loaded by this call: its first use is the miss, not a hit
     bool copied = false;  // copied from another node by this call: its first use is remote
+    bool global = false;  // this call asked the job's directory (it resolved for its node)
     Status error;
   };
   // What loading a claimed entry gave: a payload to publish, or `publish` false (abandon the
@@ -163,9 +165,28 @@ class Cache {
                                       topology_.same_node(rank, topology_.rank));
   }
 
+  // list-ahead (cache_bulk.cpp)
+  struct BulkItem;
+  void list_ahead(const std::string& dir, const Listing& listing);
+  // Claims `item`'s key in the node table for this rank (false: already known, or another rank
+  // of the node is resolving it).
+  bool claim_on_node(BulkItem& item);
+  // Resolves items (claimed on the node) through the directory in one batch: loads the claimed
+  // ones with load(item), publishes them in one round trip, waits for the loading ones, makes
+  // the ready ones usable here with localize(items, indices); memo and node table updated.
+  template <class Load, class LocalizeAll>
+  void resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& load,
+                    LocalizeAll&& localize_all, const Payload* failed_as);
+  // Copies the chunks of items[i] (origin records in their payloads) held on other nodes into
+  // this rank's arena, all at once; each payload becomes the local copy (or stays the origin's).
+  void copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which);
+
   // node copies and fan-out (cache_copy.cpp)
   Result<Payload> localize_chunk(const Key& key, const Payload& origin, std::uint64_t ticket);
   Result<ChunkRecord> copy_from(const ChunkRecord& source, const ChunkRecord& into);
+  // The node table's acquire and the transport's get, timed (node.ns, transport.ns).
+  NodeTable::Found node_acquire(const Key& key, std::chrono::milliseconds timeout);
+  Status timed_get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into);
   Result<ChunkRecord> holder_source(const Key& key, const ChunkRecord& origin,
                                     std::uint64_t position, const Result<Claim>& parent);
 
@@ -175,6 +196,7 @@ class Cache {
   const Config& config_;
   Stats& stats_;
   FileSystem& pfs_;
+  TimedDirectory timed_directory_;  // the directory, timed (directory.ns, wait_ns)
   Directory& directory_;
   LocalTiers& tiers_;
   PeerArenas* peers_;

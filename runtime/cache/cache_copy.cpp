@@ -20,7 +20,7 @@ Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecor
   }
   std::span<std::byte> dst(arena->data() + into.offset, into.length);
   stats_.add(Counter::transport_gets);
-  if (Status s = transport_->get(source.owner, source.tier, source.offset, dst); !s.ok()) {
+  if (Status s = timed_get(source.owner, source.tier, source.offset, dst); !s.ok()) {
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                        dst.size(), source.owner, s.to_string());
@@ -60,7 +60,6 @@ Result<ChunkRecord> Cache::holder_source(const Key& key, const ChunkRecord& orig
       r = directory_.acquire(hkey, kLookOnly);
     }
     if (r.ok() && r->outcome == Claim::Outcome::kLoading) {
-      stats_.add(Counter::waits);
       r = directory_.wait(hkey, *r, config_.wait_timeout);
     }
     if (r.ok() && r->outcome == Claim::Outcome::kReady) return unpack<ChunkRecord>(r->payload);

@@ -107,7 +107,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
   const Key pkey = path_key(KeyKind::kPath, path);
   Payload payload;
   if (node_ == nullptr || closing() || memo_find(pkey, &payload)) return lookup(path);
-  const NodeTable::Found np = node_->acquire(pkey, config_.wait_timeout);
+  const NodeTable::Found np = node_acquire(pkey, config_.wait_timeout);
   if (np.outcome == NodeTable::Found::Outcome::kReady) {
     stats_.add(Counter::node_answers);
     stats_.add(Counter::meta_hits);
@@ -119,7 +119,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
   // the canonical name, the usual case) lives on the same home rank: one round trip for both.
   const FileId guess = file_id_of(path);
   const Key ckey = chunk_key(guess, 0);
-  const NodeTable::Found nc = node_->acquire(ckey, std::chrono::milliseconds(0));
+  const NodeTable::Found nc = node_acquire(ckey, std::chrono::milliseconds(0));
   const bool both = nc.outcome == NodeTable::Found::Outcome::kClaimed;
   const Lookup lookups[2] = {{pkey, kClaimIt}, {ckey, kClaimIt | kTicket}};
   Result<Claim> claims[2] = {Status(Errc::kInternal, 0, ""), Status(Errc::kInternal, 0, "")};
@@ -180,8 +180,12 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
       key, kClaimIt, [&](std::uint64_t) { return load_listing(path); },
       [&](const Payload& p, std::uint64_t) { return localize_listing(p); });
   switch (a.kind) {
-    case Answer::Kind::kCached:
-      return fetch_listing(path, unpack<ListingRecord>(a.payload));
+    case Answer::Kind::kCached: {
+      auto listing = fetch_listing(path, unpack<ListingRecord>(a.payload));
+      // This rank resolved the listing for its node: it resolves the entries too.
+      if (a.global) list_ahead(path, *listing);
+      return listing;
+    }
     case Answer::Kind::kTransient: {
       auto listing = std::make_shared<Listing>();
       listing->error = unpack<ListingRecord>(a.payload).error;

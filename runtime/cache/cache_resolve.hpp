@@ -24,13 +24,7 @@ Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& lo
     return Answer{};
   }
   if (claim->outcome == Claim::Outcome::kLoading) {
-    stats_.add(Counter::waits);
-    const auto start = std::chrono::steady_clock::now();
-    claim = directory_.wait(key, *claim, config_.wait_timeout);
-    stats_.add(Counter::wait_ns,
-               static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                              std::chrono::steady_clock::now() - start)
-                                              .count()));
+    claim = directory_.wait(key, *claim, config_.wait_timeout);  // counted by TimedDirectory
     if (!claim.ok()) {
       LARDER_LOG_LIMITED(kWarn, "waiting for another rank's load failed: {}",
                          claim.status().to_string());
@@ -81,7 +75,9 @@ Cache::Answer Cache::resolve_global(const Key& key, unsigned flags, Load&& load,
   if (closing()) return Answer{};
   if (progress_ != nullptr) progress_->notify_activity();  // others' answers need our progress
   stats_.add(Counter::directory_ops);
-  return finish_claim(key, directory_.acquire(key, flags), load, localize, failed_as);
+  Answer a = finish_claim(key, directory_.acquire(key, flags), load, localize, failed_as);
+  a.global = true;
+  return a;
 }
 
 template <class Load, class Localize>
@@ -91,7 +87,7 @@ Cache::Answer Cache::resolve(const Key& key, unsigned flags, Load&& load, Locali
   if (memo_find(key, &payload)) return Answer{Answer::Kind::kCached, payload};
   if (closing()) return Answer{};
   if (node_ != nullptr) {
-    const NodeTable::Found found = node_->acquire(key, config_.wait_timeout);
+    const NodeTable::Found found = node_acquire(key, config_.wait_timeout);
     switch (found.outcome) {
       case NodeTable::Found::Outcome::kReady:
         stats_.add(Counter::node_answers);

@@ -20,6 +20,9 @@
 
 namespace larder::fanout {
 
+// The origin of a chunk loaded without a ticket (list-ahead): every ticket is then a reader's.
+inline constexpr std::uint64_t kNoTicket = ~std::uint64_t{0};
+
 // The tree position of the node holding `ticket`, when the origin holds `origin_ticket`.
 inline std::uint64_t position(std::uint64_t ticket, std::uint64_t origin_ticket) noexcept {
   if (ticket == origin_ticket) return 0;

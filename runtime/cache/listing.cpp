@@ -44,4 +44,19 @@ std::vector<std::size_t> Listing::offsets() const {
   return out;
 }
 
+std::vector<std::string> Listing::names() const {
+  std::vector<std::string> out;
+  out.reserve(count);
+  for (std::size_t pos : offsets()) {
+    const char* name =
+        reinterpret_cast<const char*>(records.data() + pos + offsetof(struct dirent64, d_name));
+    unsigned short reclen = 0;
+    std::memcpy(&reclen, records.data() + pos + offsetof(struct dirent64, d_reclen), sizeof reclen);
+    const std::size_t room = reclen - offsetof(struct dirent64, d_name);
+    const std::string n(name, strnlen(name, room));
+    if (n != "." && n != "..") out.push_back(n);
+  }
+  return out;
+}
+
 }  // namespace larder

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace larder {
@@ -23,6 +24,8 @@ struct Listing {
   bool adopt(std::vector<std::byte> raw);
   // Byte offsets of each record in `records` (for seekdir and scandir).
   std::vector<std::size_t> offsets() const;
+  // The names of the entries, without "." and "..".
+  std::vector<std::string> names() const;
 };
 
 }  // namespace larder

@@ -143,6 +143,18 @@ Result<Config> Config::parse(const Lookup& lookup) {
     if (!n || *n < 1 || *n > 1024) return bad("LARDER_FANOUT", *v, "an integer from 1 to 1024");
     c.fanout = *n;
   }
+  if (auto v = get("LARDER_LIST_AHEAD")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n > (1u << 20)) {
+      return bad("LARDER_LIST_AHEAD", *v, "an integer from 0 (off) to 1048576");
+    }
+    c.list_ahead = *n;
+  }
+  if (auto v = get("LARDER_SMALL_FILE")) {
+    auto n = parse_size(*v);
+    if (!n) return bad("LARDER_SMALL_FILE", *v, kSize);
+    c.small_file = *n;
+  }
   if (auto v = get("LARDER_NODE_SLOTS")) {
     auto n = parse_int<std::uint32_t>(*v);
     if (!n || *n < 64 || *n > (1u << 24)) {

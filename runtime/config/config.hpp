@@ -34,8 +34,10 @@ struct Config {
   std::chrono::milliseconds wait_timeout{60'000};  // LARDER_TIMEOUT, seconds in the env
   std::uint32_t fanout = 8;                        // LARDER_FANOUT: nodes a chunk copy serves
   std::uint32_t node_slots = 1u << 16;             // LARDER_NODE_SLOTS: node table entries
-  std::vector<std::string> wrappers;               // LARDER_WRAPPERS: more exec wrapper names
-  std::vector<std::string> forking_wrappers;       // LARDER_FORKING_WRAPPERS: more forking ones
+  std::uint32_t list_ahead = 4096;  // LARDER_LIST_AHEAD: entries of a listed directory resolved
+  std::uint64_t small_file = 256ull << 10;    // LARDER_SMALL_FILE: loaded whole with its stat
+  std::vector<std::string> wrappers;          // LARDER_WRAPPERS: more exec wrapper names
+  std::vector<std::string> forking_wrappers;  // LARDER_FORKING_WRAPPERS: more forking ones
   int fault_ucx_peer = -1;  // LARDER_FAULT_UCX_PEER (testing only): a rank whose endpoint fails
 
   static constexpr std::uint64_t kMinChunk = 4096;

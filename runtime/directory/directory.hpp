@@ -87,10 +87,26 @@ class Directory {
   // up to `timeout` (then kTimeout).
   virtual Result<Claim> wait(const Key& key, const Claim& loading,
                              std::chrono::milliseconds timeout) = 0;
+  // wait() for many entries at once (registrations to one claimer share a message).
+  virtual void wait_many(std::span<const Key> keys, std::span<const Claim> loading,
+                         std::chrono::milliseconds timeout, std::span<Result<Claim>> out) {
+    for (std::size_t i = 0; i < keys.size(); ++i) out[i] = wait(keys[i], loading[i], timeout);
+  }
   // The claimer publishes the payload; the entry becomes READY and its waiters are told.
   virtual Status publish(const Key& key, const Payload& payload) = 0;
   // The claimer could not load the entry; it becomes FAILED and its waiters are told.
   virtual Status abandon(const Key& key) = 0;
+  // publish() (ready) or abandon() (not ready) for many claimed keys: one round trip in all.
+  struct Final {
+    Key key;
+    Payload payload{};
+    bool ready = true;
+  };
+  virtual void finish_many(std::span<const Final> finals, std::span<Status> out) {
+    for (std::size_t i = 0; i < finals.size(); ++i) {
+      out[i] = finals[i].ready ? publish(finals[i].key, finals[i].payload) : abandon(finals[i].key);
+    }
+  }
 };
 
 }  // namespace larder

@@ -19,13 +19,12 @@ constexpr std::uint64_t kStateOffset = 16;
 constexpr std::size_t kStateWord = 2;
 constexpr std::size_t kCheckWord = 3;
 constexpr std::size_t kPayloadWord = 4;
-constexpr std::size_t kFinalWords = 16;  // state, check, payload: what publish() writes
 constexpr std::size_t kFinishedKept = 4096;
 constexpr int kWordBits = 40;
 constexpr std::uint64_t kWordMask = (std::uint64_t{1} << kWordBits) - 1;
 
 static_assert(kPayloadWord + kPayloadSize / 8 == ShardedDirectory::kSlotWords);
-static_assert(kFinalWords == ShardedDirectory::kSlotWords - kStateWord);
+static_assert(kStateWord == 2);  // FinalWords: words 2 to the end
 
 std::uint64_t claim_word(const Key& key, int rank) noexcept {
   return (key.word & kWordMask) | (static_cast<std::uint64_t>(rank + 1) << kWordBits);
@@ -48,14 +47,6 @@ std::uint64_t checksum(std::uint64_t check, const std::byte* payload) noexcept {
 std::uint64_t state_word(std::uint64_t state, std::uint64_t sum) noexcept {
   return state | (sum << 8);
 }
-
-// A notification on the wire: the key, the outcome, the claimer and the payload.
-struct Notice {
-  Key key;
-  std::int32_t outcome = 0;
-  std::int32_t claimer = -1;
-  Payload payload{};
-};
 
 }  // namespace
 
@@ -156,7 +147,9 @@ void ShardedDirectory::end_claim(const Key& key, const Where* won) {
     lost_waiters = std::move(it->second.waiters);
     loading_.erase(it);
   }
-  for (int to : lost_waiters) notify(to, key, Claim{Claim::Outcome::kLoading, {}, -1, 0});
+  for (int to : lost_waiters) {
+    notify_all(to, {notice_of(key, Claim{Claim::Outcome::kLoading, {}, -1, 0})});
+  }
 }
 
 void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) {
@@ -216,155 +209,276 @@ Result<Claim> ShardedDirectory::acquire(const Key& key, unsigned flags) {
   return out;
 }
 
-Result<Claim> ShardedDirectory::await_notice(const Key& key, int claimer,
-                                             std::chrono::steady_clock::time_point deadline) {
-  std::shared_ptr<Waiter> w;
-  bool first = false;
+void ShardedDirectory::await_notices(std::span<const Key> keys, std::span<const int> claimers,
+                                     std::chrono::steady_clock::time_point deadline,
+                                     std::span<Result<Claim>> out) {
+  // One Waiter per key and rank (threads of this rank waiting for the same key share it);
+  // the first to wait registers, with one message per claimer for all its keys.
+  std::vector<std::shared_ptr<Waiter>> ws(keys.size());
+  std::unordered_map<int, std::vector<Key>> registrations;
   {
     std::lock_guard lock(mu_);
-    auto& slot = waiting_[key];
-    if (slot == nullptr) {
-      slot = std::make_shared<Waiter>();
-      first = true;
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      auto& slot = waiting_[keys[i]];
+      if (slot == nullptr) {
+        slot = std::make_shared<Waiter>();
+        registrations[claimers[i]].push_back(keys[i]);
+      }
+      ws[i] = slot;
+      ++ws[i]->threads;
     }
-    w = slot;
-    ++w->threads;
   }
-  Status sent;
-  if (first) {
-    const std::span<const std::byte> body{reinterpret_cast<const std::byte*>(&key), sizeof key};
+  std::unordered_map<int, Status> sent;
+  for (auto& [claimer, list] : registrations) {
     if (claimer == rank_) {
-      on_register(rank_, body);  // another thread of this rank is loading it
+      for (const Key& k : list) {  // another thread of this rank is loading them
+        on_register(rank_, {reinterpret_cast<const std::byte*>(&k), sizeof k});
+      }
     } else {
-      sent = messenger_.send(claimer, Channel::kWaitRegister, body);
+      sent[claimer] = send_in_pieces(claimer, Channel::kWaitRegister, list);
     }
   }
   std::unique_lock lock(mu_);
-  const bool done = sent.ok() && woken_.wait_until(lock, deadline, [&] { return w->done; });
-  if (--w->threads == 0) {
-    if (auto it = waiting_.find(key); it != waiting_.end() && it->second == w) waiting_.erase(it);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    Waiter& w = *ws[i];
+    const auto failed = sent.find(claimers[i]);
+    const bool registered = failed == sent.end() || failed->second.ok();
+    const bool done = registered && woken_.wait_until(lock, deadline, [&] { return w.done; });
+    if (!registered) {
+      out[i] = failed->second;
+    } else if (!done) {
+      out[i] = Status(Errc::kTimeout, ETIMEDOUT, "timed out waiting for another rank's load");
+    } else {
+      out[i] = w.claim;
+    }
   }
-  if (!sent.ok()) return sent;
-  if (!done) return Status(Errc::kTimeout, ETIMEDOUT, "timed out waiting for another rank's load");
-  return w->claim;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (--ws[i]->threads == 0) {
+      if (auto it = waiting_.find(keys[i]); it != waiting_.end() && it->second == ws[i]) {
+        waiting_.erase(it);
+      }
+    }
+  }
+}
+
+void ShardedDirectory::wait_many(std::span<const Key> keys, std::span<const Claim> loading,
+                                 std::chrono::milliseconds timeout, std::span<Result<Claim>> out) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<Claim> now(loading.begin(), loading.end());
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    out[i] = now[i];
+    if (now[i].outcome == Claim::Outcome::kLoading) pending.push_back(i);
+  }
+  auto pause = std::chrono::microseconds(20);
+  while (!pending.empty()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      for (std::size_t i : pending) {
+        out[i] = Status(Errc::kTimeout, ETIMEDOUT, "timed out waiting for another rank's load");
+      }
+      return;
+    }
+    // Those whose claimer is known: registered with it and told when final.
+    std::vector<Key> wait_keys;
+    std::vector<int> claimers;
+    std::vector<std::size_t> of;
+    for (std::size_t i : pending) {
+      if (now[i].claimer < 0) continue;
+      wait_keys.push_back(keys[i]);
+      claimers.push_back(now[i].claimer);
+      of.push_back(i);
+    }
+    std::vector<Result<Claim>> notices(wait_keys.size(), Status());
+    if (!wait_keys.empty()) await_notices(wait_keys, claimers, deadline, notices);
+    std::vector<std::size_t> again;
+    for (std::size_t k = 0; k < of.size(); ++k) {
+      const std::size_t i = of[k];
+      if (!notices[k].ok()) {
+        out[i] = notices[k].status();
+        now[i].claimer = -2;  // settled (an error)
+      } else if (notices[k]->outcome != Claim::Outcome::kLoading) {
+        out[i] = *notices[k];
+        now[i].claimer = -2;  // settled
+      }
+    }
+    for (std::size_t i : pending) {
+      if (now[i].claimer != -2) again.push_back(i);
+    }
+    if (again.empty()) return;
+    // "Look again" (the claimer finished long ago and forgot the key), or a get that overlapped
+    // the publisher's put: a short pause, then ask again, all in one round trip. Rare; the
+    // pauses double, so even a key that cannot be told from another (header comment) costs a
+    // few messages, not a storm.
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+    std::vector<Lookup> lookups;
+    for (std::size_t i : again) lookups.push_back(Lookup{keys[i], kLookOnly});
+    std::vector<Result<Claim>> answers(lookups.size(), Status());
+    acquire_many(lookups, answers);
+    pending.clear();
+    for (std::size_t k = 0; k < again.size(); ++k) {
+      const std::size_t i = again[k];
+      out[i] = answers[k];
+      if (answers[k].ok() && answers[k]->outcome == Claim::Outcome::kLoading) {
+        now[i] = *answers[k];
+        pending.push_back(i);
+      }
+    }
+  }
 }
 
 Result<Claim> ShardedDirectory::wait(const Key& key, const Claim& loading,
                                      std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  Claim now = loading;
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    if (now.outcome != Claim::Outcome::kLoading) return now;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return Status(Errc::kTimeout, ETIMEDOUT, "timed out waiting for another rank's load");
-    }
-    if (now.claimer >= 0) {
-      auto notice = await_notice(key, now.claimer, deadline);
-      if (!notice.ok()) return notice;
-      if (notice->outcome != Claim::Outcome::kLoading) return *notice;
-    }
-    // "Look again" (the claimer finished long ago and forgot the key), or a get that overlapped
-    // the publisher's put: a short pause, then ask again. Rare; the pauses double, so even a key
-    // that cannot be told from another (header comment) costs a few messages, not a storm.
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(2000));
-    auto again = acquire(key, kLookOnly);
-    if (!again.ok()) return again;
-    now = *again;
+  Result<Claim> out = Status();
+  wait_many(std::span(&key, 1), std::span(&loading, 1), timeout, std::span(&out, 1));
+  return out;
+}
+
+template <class T>
+Status ShardedDirectory::send_in_pieces(int to, Channel channel, const std::vector<T>& items) {
+  constexpr std::size_t kPerMessage = kMaxMessage / sizeof(T);
+  static_assert(kPerMessage >= 1);
+  Status first;
+  for (std::size_t at = 0; at < items.size(); at += kPerMessage) {
+    const std::size_t n = std::min(kPerMessage, items.size() - at);
+    Status s = messenger_.send(
+        to, channel, {reinterpret_cast<const std::byte*>(items.data() + at), n * sizeof(T)});
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+
+void ShardedDirectory::notify_all(int to, const std::vector<Notice>& notices) {
+  if (notices.empty()) return;
+  if (to == rank_) {
+    on_notify(rank_, {reinterpret_cast<const std::byte*>(notices.data()),
+                      notices.size() * sizeof(Notice)});
+    return;
+  }
+  if (Status s = send_in_pieces(to, Channel::kWaitNotify, notices); !s.ok()) {
+    LARDER_LOG_LIMITED(kWarn, "cannot tell rank {} that entries are final: {}", to, s.message());
   }
 }
 
-void ShardedDirectory::notify(int to, const Key& key, const Claim& claim) {
+ShardedDirectory::Notice ShardedDirectory::notice_of(const Key& key, const Claim& claim) {
   Notice n;
   n.key = key;
   n.outcome = static_cast<std::int32_t>(claim.outcome);
   n.claimer = claim.claimer;
   n.payload = claim.payload;
-  if (to == rank_) {
-    on_notify(rank_, {reinterpret_cast<const std::byte*>(&n), sizeof n});
-    return;
-  }
-  if (Status s = messenger_.send(to, Channel::kWaitNotify,
-                                 {reinterpret_cast<const std::byte*>(&n), sizeof n});
-      !s.ok()) {
-    LARDER_LOG_LIMITED(kWarn, "cannot tell rank {} that an entry is ready: {}", to, s.message());
-  }
+  return n;
 }
 
 void ShardedDirectory::on_register(int from, std::span<const std::byte> body) {
-  if (body.size() != sizeof(Key)) return;
-  Key key;
-  std::memcpy(&key, body.data(), sizeof key);
-  Claim answer{Claim::Outcome::kLoading, {}, -1, 0};  // not known here: "look again"
+  if (body.empty() || body.size() % sizeof(Key) != 0) return;
+  std::vector<Notice> answers;
   {
     std::lock_guard lock(mu_);
-    if (auto it = finished_.find(key); it != finished_.end()) {
-      answer = it->second;
-    } else if (auto l = loading_.find(key); l != loading_.end()) {
-      l->second.waiters.push_back(from);  // claimed, or being claimed: told when final
-      return;
+    for (std::size_t at = 0; at < body.size(); at += sizeof(Key)) {
+      Key key;
+      std::memcpy(&key, body.data() + at, sizeof key);
+      if (auto it = finished_.find(key); it != finished_.end()) {
+        answers.push_back(notice_of(key, it->second));
+      } else if (auto l = loading_.find(key); l != loading_.end()) {
+        l->second.waiters.push_back(from);  // claimed, or being claimed: told when final
+      } else {
+        answers.push_back(
+            notice_of(key, Claim{Claim::Outcome::kLoading, {}, -1, 0}));  // "look again"
+      }
     }
   }
-  notify(from, key, answer);
+  notify_all(from, answers);
 }
 
 void ShardedDirectory::on_notify(int /*from*/, std::span<const std::byte> body) {
-  if (body.size() != sizeof(Notice)) return;
-  Notice n;
-  std::memcpy(&n, body.data(), sizeof n);
+  if (body.empty() || body.size() % sizeof(Notice) != 0) return;
   std::lock_guard lock(mu_);
-  auto it = waiting_.find(n.key);
-  if (it == waiting_.end()) return;  // the waiter gave up
-  it->second->claim = Claim{static_cast<Claim::Outcome>(n.outcome), n.payload, n.claimer, 0};
-  it->second->done = true;
-  woken_.notify_all();
+  bool any = false;
+  for (std::size_t at = 0; at < body.size(); at += sizeof(Notice)) {
+    Notice n;
+    std::memcpy(&n, body.data() + at, sizeof n);
+    auto it = waiting_.find(n.key);
+    if (it == waiting_.end()) continue;  // the waiter gave up
+    it->second->claim = Claim{static_cast<Claim::Outcome>(n.outcome), n.payload, n.claimer, 0};
+    it->second->done = true;
+    any = true;
+  }
+  if (any) woken_.notify_all();
 }
 
-Status ShardedDirectory::finish(const Key& key, std::uint64_t state, const Payload& payload) {
-  Loading l;
-  const Claim final{state == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed,
-                    payload, rank_, 0};
-  {
-    std::lock_guard lock(mu_);
-    auto it = loading_.find(key);
-    if (it == loading_.end() || !it->second.claimed) {
-      return Status(Errc::kInternal, EINVAL, "finishing an entry this rank did not claim");
+bool ShardedDirectory::settle(const Key& key, const Claim& final, Loading* out) {
+  std::lock_guard lock(mu_);
+  auto it = loading_.find(key);
+  if (it == loading_.end() || !it->second.claimed) return false;
+  *out = std::move(it->second);
+  if (out->claiming > 0) {
+    // Another thread of this rank is still acquiring the key: it finds the entry final.
+    it->second = Loading{};
+    it->second.claiming = out->claiming;
+  } else {
+    loading_.erase(it);
+  }
+  finished_[key] = final;
+  finished_order_.push_back(key);
+  if (finished_order_.size() > kFinishedKept) {
+    finished_.erase(finished_order_.front());
+    finished_order_.pop_front();
+  }
+  return true;
+}
+
+Status ShardedDirectory::put_final(const Key& key, const Where& where, const Claim& final,
+                                   FinalWords& words) {
+  if (load_ != nullptr) load_->directory_op(where.home);
+  // State, check and payload in one put: a reader trusts them only when the checksum matches.
+  const std::uint64_t state = final.outcome == Claim::Outcome::kReady ? kStateReady : kStateFailed;
+  words[0] = state_word(state, checksum(key.check, final.payload.data()));
+  words[1] = key.check;
+  std::memcpy(&words[2], final.payload.data(), kPayloadSize);
+  return ops_.put(where.home, disp(where.slot) + kStateOffset, words.data(), sizeof words);
+}
+
+void ShardedDirectory::finish_many(std::span<const Final> finals, std::span<Status> out) {
+  std::vector<FinalWords> words(finals.size());
+  std::vector<Loading> settled(finals.size());
+  std::vector<Claim> answers(finals.size());
+  std::vector<bool> issued(finals.size(), false);
+  for (std::size_t i = 0; i < finals.size(); ++i) {
+    answers[i] = Claim{finals[i].ready ? Claim::Outcome::kReady : Claim::Outcome::kFailed,
+                       finals[i].ready ? finals[i].payload : Payload{}, rank_, 0};
+    if (!settle(finals[i].key, answers[i], &settled[i])) {
+      out[i] = Status(Errc::kInternal, EINVAL, "finishing an entry this rank did not claim");
+      continue;
     }
-    l = std::move(it->second);
-    if (l.claiming > 0) {
-      // Another thread of this rank is still acquiring the key: it finds the entry final.
-      it->second = Loading{};
-      it->second.claiming = l.claiming;
-    } else {
-      loading_.erase(it);
-    }
-    finished_[key] = final;
-    finished_order_.push_back(key);
-    if (finished_order_.size() > kFinishedKept) {
-      finished_.erase(finished_order_.front());
-      finished_order_.pop_front();
+    out[i] = put_final(finals[i].key, settled[i].where, answers[i], words[i]);
+    issued[i] = out[i].ok();
+  }
+  // One flush completes every put, to every home.
+  const Status flushed = ops_.flush_all();
+  // Waiters are told even when the slot could not be written: they must not wait for nothing.
+  // One message per waiting rank for all its keys.
+  std::unordered_map<int, std::vector<Notice>> notices;
+  for (std::size_t i = 0; i < finals.size(); ++i) {
+    if (issued[i] && !flushed.ok()) out[i] = flushed;
+    for (int to : settled[i].waiters) {
+      notices[to].push_back(notice_of(finals[i].key, answers[i]));
     }
   }
-  if (load_ != nullptr) load_->directory_op(l.where.home);
-  // State, check and payload in one put: a reader trusts them only when the checksum matches.
-  std::uint64_t words[kFinalWords];
-  words[0] = state_word(state, checksum(key.check, payload.data()));
-  words[1] = key.check;
-  std::memcpy(&words[2], payload.data(), kPayloadSize);
-  Status result = ops_.put(l.where.home, disp(l.where.slot) + kStateOffset, words, sizeof words);
-  if (result.ok()) result = ops_.flush(l.where.home);
-  // Waiters are told even when the slot could not be written: they must not wait for nothing.
-  for (int to : l.waiters) notify(to, key, final);
-  return result;
+  for (const auto& [to, list] : notices) notify_all(to, list);
+}
+
+Status ShardedDirectory::finish(const Final& f) {
+  Status out;
+  finish_many(std::span(&f, 1), std::span(&out, 1));
+  return out;
 }
 
 Status ShardedDirectory::publish(const Key& key, const Payload& payload) {
-  return finish(key, kStateReady, payload);
+  return finish(Final{key, payload, true});
 }
 
 Status ShardedDirectory::abandon(const Key& key) {
-  return finish(key, kStateFailed, Payload{});
+  return finish(Final{key, Payload{}, false});
 }
 
 }  // namespace larder

@@ -31,6 +31,7 @@
 #ifndef LARDER_RUNTIME_DIRECTORY_SHARDED_DIRECTORY_HPP_
 #define LARDER_RUNTIME_DIRECTORY_SHARDED_DIRECTORY_HPP_
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <list>
@@ -63,8 +64,11 @@ class ShardedDirectory final : public Directory {
   void acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) override;
   Result<Claim> wait(const Key& key, const Claim& loading,
                      std::chrono::milliseconds timeout) override;
+  void wait_many(std::span<const Key> keys, std::span<const Claim> loading,
+                 std::chrono::milliseconds timeout, std::span<Result<Claim>> out) override;
   Status publish(const Key& key, const Payload& payload) override;
   Status abandon(const Key& key) override;
+  void finish_many(std::span<const Final> finals, std::span<Status> out) override;
 
  private:
   struct Where {
@@ -110,10 +114,29 @@ class ShardedDirectory final : public Directory {
   // Registers (claiming) or unregisters a claim in flight; `won` records where it landed.
   void begin_claim(const Key& key);
   void end_claim(const Key& key, const Where* won);
-  Status finish(const Key& key, std::uint64_t state, const Payload& payload);
+  // The words publish() writes: state, check, payload (see the layout above).
+  using FinalWords = std::array<std::uint64_t, kSlotWords - 2>;
+  // Takes this rank's claim of `key` off the table of loads (remembering `final` for late
+  // registrations); false if this rank holds no such claim.
+  bool settle(const Key& key, const Claim& final, Loading* out);
+  // Issues the put of the final words (`words` must live until the flush).
+  Status put_final(const Key& key, const Where& where, const Claim& final, FinalWords& words);
+  Status finish(const Final& f);
+  // A notification on the wire: the key, the outcome, the claimer and the payload.
+  struct Notice {
+    Key key;
+    std::int32_t outcome = 0;
+    std::int32_t claimer = -1;
+    Payload payload{};
+  };
+  static Notice notice_of(const Key& key, const Claim& claim);
+  // Handlers of the two channels: bodies are arrays of keys (registrations) and of notices.
   void on_register(int from, std::span<const std::byte> body);
   void on_notify(int from, std::span<const std::byte> body);
-  void notify(int to, const Key& key, const Claim& claim);
+  // Sends `notices` to rank `to` (this rank: delivered at once), as few messages as fit.
+  void notify_all(int to, const std::vector<Notice>& notices);
+  template <class T>
+  Status send_in_pieces(int to, Channel channel, const std::vector<T>& items);
 
   ShardOps& ops_;
   const int rank_;
@@ -131,9 +154,10 @@ class ShardedDirectory final : public Directory {
   std::list<Key> finished_order_;                     // guarded by mu_
   std::condition_variable woken_;
   std::unordered_map<Key, std::shared_ptr<Waiter>, KeyHash> waiting_;  // guarded by mu_
-  // Registers (once per key and rank) and waits for the claimer's notice, up to `deadline`.
-  Result<Claim> await_notice(const Key& key, int claimer,
-                             std::chrono::steady_clock::time_point deadline);
+  // Registers (once per key and rank; one message per claimer) and waits for the claimers'
+  // notices, up to `deadline`.
+  void await_notices(std::span<const Key> keys, std::span<const int> claimers,
+                     std::chrono::steady_clock::time_point deadline, std::span<Result<Claim>> out);
 };
 
 }  // namespace larder

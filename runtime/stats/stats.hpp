@@ -47,7 +47,10 @@ namespace larder {
   X(wait_ns, "wait_ns")                   \
   X(node_answers, "node.answers")         \
   X(node_copies, "node.copies")           \
-  X(node_copy_bytes, "node.copy_bytes")
+  X(node_copy_bytes, "node.copy_bytes")   \
+  X(directory_ns, "directory.ns")         \
+  X(transport_ns, "transport.ns")         \
+  X(node_ns, "node.ns")
 
 enum class Counter : int {
 #define LARDER_STATS_ENUM(name, path) name,

@@ -1,8 +1,7 @@
 // Messenger: small messages between the ranks of a job, for what one-sided operations cannot do:
-// telling a rank that an entry it waits for is ready (so waiters never poll the directory), and
-// asking another node for the copy of a chunk it holds (fan-out).
+// telling a rank that the entries it waits for are final (so waiters never poll the directory).
 //
-// Messages are a channel number and up to a few hundred bytes. send() may be called from any
+// Messages are a channel number and up to kMaxMessage bytes. send() may be called from any
 // thread and does not wait for the receiver. Handlers run on the progress thread (or on the
 // thread that drives progress during finalize): they must not block, and may send.
 // Implementations: mpi::MpiMessenger (point-to-point on a private communicator) and, for one
@@ -20,13 +19,11 @@
 namespace larder {
 
 enum class Channel : int {
-  kWaitRegister = 1,   // "tell me when this entry is final" (to the rank loading it)
-  kWaitNotify = 2,     // the entry is final: outcome and payload (to each registered waiter)
-  kHolderRequest = 3,  // "make or find your node's copy of this chunk" (to a node leader)
-  kHolderReply = 4,    // where that copy sits, or that there is none
+  kWaitRegister = 1,  // "tell me when these entries are final" (to the rank loading them)
+  kWaitNotify = 2,    // entries are final: outcome and payload (to each registered waiter)
 };
-inline constexpr int kChannelCount = 5;
-inline constexpr std::size_t kMaxMessage = 512;
+inline constexpr int kChannelCount = 3;
+inline constexpr std::size_t kMaxMessage = 4096;
 
 class Messenger {
  public:

@@ -21,6 +21,19 @@ class Transport {
   virtual const char* name() const noexcept = 0;
   // Copies into.size() bytes at `offset` of rank `owner`'s arena `tier` into `into`.
   virtual Status get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) = 0;
+  // Many gets at once (from any owners): out[i] is the outcome of ops[i]. Transports that can
+  // overlap them do (UCX: every get is issued, then all are waited for).
+  struct GetOp {
+    int owner = -1;
+    Tier tier = Tier::kMem;
+    std::uint64_t offset = 0;
+    std::span<std::byte> into;
+  };
+  virtual void get_many(std::span<const GetOp> ops, std::span<Status> out) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      out[i] = get(ops[i].owner, ops[i].tier, ops[i].offset, ops[i].into);
+    }
+  }
   // Finalize has begun on this rank: peers closing their side from now on is the job ending in
   // order, not a failure to report.
   virtual void begin_close() noexcept {}

@@ -40,6 +40,9 @@ std::vector<std::byte> read_cached(const std::string& path) {
 
 TEST_F(StageTest, ATreeIsLoadedOnceSpreadOverTheRanksAndThenEveryReadIsAHit) {
   set_env("LARDER_NODE_SIZE", "2");  // at 4 ranks: 2 nodes of 2, so some hits cross nodes
+  // Stage's own spreading of chunks over the ranks (list-ahead would load the small files of a
+  // listed directory first, on the rank that lists it: tested in list_ahead_test).
+  set_env("LARDER_LIST_AHEAD", "0");
   // tree/a (3 chunks + 1 byte), tree/b (empty), tree/sub/c (1 chunk), tree/sub/deeper/d (2.5
   // chunks), tree/link_to_a (a symlink to a file: staged), tree/link_to_sub (a symlink to a
   // directory: not walked, counted skipped), and a missing root.

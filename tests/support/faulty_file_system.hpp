@@ -24,6 +24,8 @@ class FaultyFileSystem final : public FileSystem {
     if (int e = fail_reads_with.load(); e != 0) return from_errno(e, "injected read failure");
     return real_.read(path, offset, into);
   }
+  Result<FileMeta> lstat(const std::string& path) override { return real_.lstat(path); }
+  Result<std::vector<std::byte>> list(const std::string& path) override { return real_.list(path); }
 
  private:
   PosixFileSystem real_;

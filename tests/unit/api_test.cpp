@@ -34,7 +34,7 @@ class ApiTest : public ::testing::Test {
       EXPECT_EQ(larder_finalize(), LARDER_OK);
     }
     for (const char* v : {"LARDER_PREFIX", "LARDER_CHUNK", "LARDER_MEM", "LARDER_STATS",
-                          "LARDER_TRANSPORT", "LARDER_SHM_DIR"}) {
+                          "LARDER_TRANSPORT", "LARDER_SHM_DIR", "LARDER_LIST_AHEAD"}) {
       ::unsetenv(v);
     }
   }
@@ -260,6 +260,7 @@ TEST_F(ApiTest, StageInOneProcessLoadsEveryChunkThenReadsAreHits) {
   std::filesystem::create_directories(data / "d/e");
   testing::write_data_file(data / "d/x", 200000, 6);   // 4 chunks of 64K
   testing::write_data_file(data / "d/e/y", 65536, 7);  // 1 chunk
+  ::setenv("LARDER_LIST_AHEAD", "0", 1);  // stage's own loading (list-ahead: cache_test)
   init();
   larder_stage_result_t staged{};
   const std::string root = data / "d";

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <map>
@@ -169,6 +170,66 @@ TEST(CacheTest, MetadataIsLookedUpOncePerPathIncludingMissingOnes) {
   ASSERT_TRUE(notdir.ok());
   EXPECT_EQ(notdir->error, ENOTDIR);
   EXPECT_EQ(h.count(Counter::pfs_stat_ops), 3u);
+}
+
+TEST(CacheTest, AListingResolvesItsEntriesAndLoadsItsSmallFilesAhead) {
+  CacheHarness h;
+  const std::string dir = path::real_path_or_empty(h.data.path()) + "/d";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((dir + "/sub").c_str(), 0755), 0);
+  const std::vector<std::pair<std::string, std::uint64_t>> files = {
+      {"d/small", 1000}, {"d/chunk", kChunk}, {"d/empty", 0}, {"d/big", 3 * kChunk + 5}};
+  for (std::size_t i = 0; i < files.size(); ++i) h.make_file(files[i].first, files[i].second, i);
+  auto listing = h.cache->list(dir);
+  ASSERT_TRUE(listing.ok());
+  ASSERT_EQ((*listing)->error, 0);
+  // The listing, the stat of each of its 5 entries, and the data of the 2 small files.
+  EXPECT_EQ(h.count(Counter::pfs_list_ops), 1u);
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 5u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 2u);
+  EXPECT_EQ(h.count(Counter::prefetches), 2u);
+  const std::string root = path::real_path_or_empty(h.data.path());
+  for (const auto& [name, size] : files) {
+    const CachedFile f = h.open(root + "/" + name);  // a stat answered ahead
+    ASSERT_EQ(f.size, size);
+    EXPECT_EQ(h.read(f, 0, size), testing::read_whole(root + "/" + name)) << name;
+  }
+  auto sub = h.cache->lookup(dir + "/sub");
+  ASSERT_TRUE(sub.ok());
+  EXPECT_TRUE(sub->meta.is_directory());
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 5u);       // no stat after the listing
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 2u + 4u);  // only the big file's 4 chunks
+  EXPECT_EQ(h.count(Counter::misses), 4u);
+}
+
+TEST(CacheTest, ListAheadIsOffAtZeroAndForDirectoriesLargerThanTheLimit) {
+  for (const std::uint32_t limit : {0u, 2u}) {
+    CacheHarness h;
+    h.config.list_ahead = limit;
+    const std::string dir = path::real_path_or_empty(h.data.path()) + "/d";
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+    for (int i = 0; i < 3; ++i) h.make_file("d/f" + std::to_string(i), 100, i);
+    auto listing = h.cache->list(dir);
+    ASSERT_TRUE(listing.ok());
+    EXPECT_EQ((*listing)->count, 5u);  // ".", ".." and 3 files
+    EXPECT_EQ(h.count(Counter::pfs_stat_ops), 0u) << limit;
+    EXPECT_EQ(h.count(Counter::pfs_read_ops), 0u) << limit;
+  }
+}
+
+TEST(CacheTest, ListAheadLoadsNoMoreThanTheArenaHolds) {
+  CacheHarness h(2 * kChunk + 4096);  // room for the listing and two small files
+  const std::string dir = path::real_path_or_empty(h.data.path()) + "/d";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  for (int i = 0; i < 4; ++i) h.make_file("d/f" + std::to_string(i), kChunk, i);
+  ASSERT_TRUE(h.cache->list(dir).ok());
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 2u);
+  const std::string root = path::real_path_or_empty(h.data.path());
+  for (int i = 0; i < 4; ++i) {
+    const std::string p = root + "/d/f" + std::to_string(i);
+    const CachedFile f = h.open(p);
+    EXPECT_EQ(h.read(f, 0, f.size), testing::read_whole(p)) << p;
+  }
 }
 
 TEST(CacheTest, SymlinkOutOfThePrefixIsNotManaged) {

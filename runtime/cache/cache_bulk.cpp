@@ -1,0 +1,242 @@
+// List-ahead (cache.hpp; docs/protocol.md, "List-ahead"): the rank that resolves a directory
+// listing for its node resolves the stat answers of its entries, and the data of its small
+// files, in batches: one directory round trip per phase for all of them (to every home rank at
+// once), one for the publications, and the copies from other nodes issued together. An import
+// or a walk of the tree then finds every answer on its node.
+#include <algorithm>
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/cache/cache_resolve.hpp"
+#include "runtime/cache/fanout.hpp"
+#include "runtime/common/log.hpp"
+
+namespace larder {
+
+struct Cache::BulkItem {
+  Key key;
+  std::string path;
+  FileId file;  // chunks: the file's identity and size
+  std::uint64_t size = 0;
+  bool node_claimed = false;  // this rank holds the key's node-table entry
+  std::uint32_t slot = 0;
+  Answer answer;  // the outcome (kCached: remember and share; otherwise the node's ranks retry)
+  Result<Claim> claim = Status(Errc::kInternal, 0, "not looked up");
+};
+
+namespace {
+
+std::string join(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+}  // namespace
+
+bool Cache::claim_on_node(BulkItem& item) {
+  Payload payload;
+  if (memo_find(item.key, &payload)) return false;
+  if (node_ == nullptr) return true;
+  const NodeTable::Found f = node_->acquire(item.key, std::chrono::milliseconds(0));
+  switch (f.outcome) {
+    case NodeTable::Found::Outcome::kReady:
+      memo_put(item.key, f.payload);
+      return false;
+    case NodeTable::Found::Outcome::kClaimed:
+      item.node_claimed = true;
+      item.slot = f.slot;
+      return true;
+    case NodeTable::Found::Outcome::kFailed:
+    case NodeTable::Found::Outcome::kFull:
+    case NodeTable::Found::Outcome::kTimeout:  // another rank of the node is resolving it
+      break;
+  }
+  return false;
+}
+
+template <class Load, class LocalizeAll>
+void Cache::resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& load,
+                         LocalizeAll&& localize_all, const Payload* failed_as) {
+  if (items.empty()) return;
+  std::vector<Lookup> lookups;
+  lookups.reserve(items.size());
+  for (const BulkItem& it : items) lookups.push_back(Lookup{it.key, flags});
+  std::vector<Result<Claim>> claims(items.size(), Status(Errc::kInternal, 0, ""));
+  if (!closing()) {
+    directory_.acquire_many(lookups, claims);
+    stats_.add(Counter::directory_ops, items.size());
+  }
+  // The claimed ones: loaded here, then published together.
+  std::vector<Directory::Final> finals;
+  std::vector<std::size_t> finals_of;
+  std::vector<std::size_t> ready;
+  std::vector<std::size_t> loading;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    BulkItem& it = items[i];
+    it.claim = std::move(claims[i]);
+    if (!it.claim.ok()) continue;  // the directory cannot answer: the node's ranks ask again
+    switch (it.claim->outcome) {
+      case Claim::Outcome::kClaimed: {
+        Loaded l = load(it);
+        finals.push_back(Directory::Final{it.key, l.answer.payload, l.publish});
+        finals_of.push_back(i);
+        it.answer = l.answer;
+        if (l.publish) {
+          it.answer.kind = Answer::Kind::kCached;
+          it.answer.fresh = true;
+        }
+        break;
+      }
+      case Claim::Outcome::kReady:
+        ready.push_back(i);
+        break;
+      case Claim::Outcome::kLoading:
+        loading.push_back(i);
+        break;
+      case Claim::Outcome::kFailed:
+        if (failed_as != nullptr) it.answer = Answer{Answer::Kind::kCached, *failed_as};
+        break;
+      case Claim::Outcome::kAbsent:
+        break;
+    }
+  }
+  if (!finals.empty() && !closing()) {
+    std::vector<Status> published(finals.size());
+    directory_.finish_many(finals, published);
+    for (const Status& s : published) {
+      if (!s.ok()) LARDER_LOG_LIMITED(kWarn, "cannot publish an entry: {}", s.to_string());
+    }
+  }
+  // Entries other ranks were loading: waited for together (one registration message per
+  // loader, one notification message per loader's batch).
+  if (!loading.empty() && !closing()) {
+    std::vector<Key> keys;
+    std::vector<Claim> claims_loading;
+    for (std::size_t i : loading) {
+      keys.push_back(items[i].key);
+      claims_loading.push_back(*items[i].claim);
+    }
+    std::vector<Result<Claim>> finals_seen(keys.size(), Status());
+    directory_.wait_many(keys, claims_loading, config_.wait_timeout, finals_seen);
+    for (std::size_t k = 0; k < loading.size(); ++k) {
+      BulkItem& it = items[loading[k]];
+      it.claim = std::move(finals_seen[k]);
+      if (!it.claim.ok()) continue;  // timed out or failed: the node's ranks ask again
+      if (it.claim->outcome == Claim::Outcome::kReady) {
+        ready.push_back(loading[k]);
+      } else if (it.claim->outcome == Claim::Outcome::kFailed && failed_as != nullptr) {
+        it.answer = Answer{Answer::Kind::kCached, *failed_as};
+      }
+    }
+  }
+  for (std::size_t i : ready)
+    items[i].answer = Answer{Answer::Kind::kCached, items[i].claim->payload};
+  localize_all(items, ready);
+  for (BulkItem& it : items) {
+    const bool cached = it.answer.kind == Answer::Kind::kCached;
+    if (cached) memo_put(it.key, it.answer.payload);
+    if (!it.node_claimed) continue;
+    if (cached) {
+      node_->publish(it.slot, it.answer.payload);
+    } else {
+      node_->fail(it.slot);  // the node's ranks resolve it themselves
+    }
+  }
+}
+
+void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which) {
+  if (transport_ == nullptr || closing()) return;
+  std::vector<Transport::GetOp> ops;
+  std::vector<std::size_t> of;
+  std::vector<ChunkRecord> copies;
+  for (std::size_t i : which) {
+    const auto origin = unpack<ChunkRecord>(items[i].answer.payload);
+    if (origin.owner < 0 || on_this_node(origin.owner)) continue;
+    auto place = tiers_.allocate(origin.length);
+    if (!place.ok()) break;  // no room: the rest is read from its origin when needed
+    ChunkRecord copy;
+    copy.owner = topology_.rank;
+    copy.tier = place->tier;
+    copy.offset = place->offset;
+    copy.length = origin.length;
+    copy.position = fanout::kNoTicket;  // not a holder of the fan-out tree
+    Arena* arena = tiers_.get(copy.tier);
+    ops.push_back(Transport::GetOp{origin.owner, origin.tier, origin.offset,
+                                   std::span(arena->data() + copy.offset, copy.length)});
+    of.push_back(i);
+    copies.push_back(copy);
+  }
+  if (ops.empty()) return;
+  std::vector<Status> got(ops.size());
+  const auto start = std::chrono::steady_clock::now();
+  transport_->get_many(ops, got);
+  stats_.add(Counter::transport_ns,
+             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now() - start)
+                                            .count()));
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    stats_.add(Counter::transport_gets);
+    if (!got[k].ok()) {
+      stats_.add(Counter::transport_errors);
+      LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
+                         ops[k].into.size(), ops[k].owner, got[k].to_string());
+      continue;  // the origin's copy stays the answer
+    }
+    stats_.add(Counter::transport_bytes, ops[k].into.size());
+    stats_.add(Counter::node_copies);
+    stats_.add(Counter::node_copy_bytes, ops[k].into.size());
+    if (load_ != nullptr) load_->fetched(ops[k].owner, ops[k].into.size());
+    items[of[k]].answer.payload = pack(copies[k]);
+  }
+}
+
+void Cache::list_ahead(const std::string& dir, const Listing& listing) {
+  if (config_.list_ahead == 0 || listing.error != 0 || listing.count > config_.list_ahead + 2 ||
+      closing()) {
+    return;
+  }
+  const std::vector<std::string> names = listing.names();
+  if (names.empty() || names.size() > config_.list_ahead) return;
+  // Phase 1: the stat answers of the entries.
+  std::vector<BulkItem> paths;
+  for (const std::string& name : names) {
+    BulkItem it;
+    it.path = join(dir, name);
+    it.key = path_key(KeyKind::kPath, it.path);
+    if (claim_on_node(it)) paths.push_back(std::move(it));
+  }
+  resolve_bulk(
+      paths, kClaimIt, [&](const BulkItem& it) { return load_path(it.path, false); },
+      [](std::vector<BulkItem>&, const std::vector<std::size_t>&) {}, nullptr);
+  // Phase 2: the data of its small files (one chunk at most), known by their stat answers.
+  const std::uint64_t small = std::min(config_.small_file, config_.chunk_size);
+  std::vector<BulkItem> chunks;
+  for (const std::string& name : names) {
+    const std::string path = join(dir, name);
+    Payload p;
+    if (!memo_find(path_key(KeyKind::kPath, path), &p)) continue;
+    const auto rec = unpack<PathRecord>(p);
+    if (rec.error != 0 || !rec.managed() || !rec.meta.is_regular() || rec.meta.size == 0 ||
+        rec.meta.size > small) {
+      continue;
+    }
+    BulkItem it;
+    it.path = path;
+    it.file = rec.file;
+    it.size = rec.meta.size;
+    it.key = chunk_key(rec.file, 0);
+    if (claim_on_node(it)) chunks.push_back(std::move(it));
+  }
+  ChunkRecord direct;
+  direct.owner = -1;
+  const Payload read_pfs = pack(direct);
+  resolve_bulk(
+      chunks, kClaimIt,
+      [&](const BulkItem& it) {
+        return load_chunk(CachedFile{it.path, it.file, it.size}, 0, fanout::kNoTicket, true);
+      },
+      [&](std::vector<BulkItem>& items, const std::vector<std::size_t>& ready) {
+        copy_chunks_here(items, ready);
+      },
+      &read_pfs);
+}
+
+}  // namespace larder
