@@ -205,13 +205,14 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
   return total;
 }
 
-Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* load) {
+Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* load,
+                     int ucx_dead_peer) {
   const std::size_t shard_bytes =
       static_cast<std::size_t>(config.dir_slots) * ShardedDirectory::kSlotBytes;
   if (config.transport == TransportKind::kUcx) {
     UcxOptions options;
     options.timeout = config.wait_timeout;
-    options.fault_peer = config.fault_ucx_peer;
+    options.fault_peer = ucx_dead_peer;
     auto ucx = make_ucx_transport(comm_, tiers, options, shard_bytes);
     // A rank whose UCX could not start makes every rank use MPI, so the choice is uniform.
     Status agreed = agree(ucx.ok() ? Status() : ucx.status());

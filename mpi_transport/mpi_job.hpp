@@ -55,7 +55,9 @@ class MpiJob {
 
   // Builds the messenger, the directory, the data transport over `tiers` and starts the progress
   // thread. `load` (may be null) counts what this rank asks of each other rank.
-  Status start(const Config& config, const LocalTiers& tiers, PeerLoad* load);
+  // `ucx_dead_peer` (tests only, seams.hpp): this rank's UCX endpoint to that rank is dead.
+  Status start(const Config& config, const LocalTiers& tiers, PeerLoad* load,
+               int ucx_dead_peer = -1);
   Directory* directory() const noexcept;
   Transport* transport() const noexcept;
   ProgressThread* progress() const noexcept;

@@ -32,7 +32,7 @@ class ClosableTransport : public Transport {
 struct UcxOptions {
   // A get that has not completed by then fails (the read falls back to the PFS).
   std::chrono::milliseconds timeout{60'000};
-  // Testing only (LARDER_FAULT_UCX_PEER): this rank's endpoint to that rank is connected to a
+  // Testing only (Seams::ucx_dead_peer): this rank's endpoint to that rank is connected to a
   // dead worker, so every get from it fails the way a dead peer's would. -1: none.
   int fault_peer = -1;
 };

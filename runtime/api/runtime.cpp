@@ -172,11 +172,11 @@ Status Runtime::init(MPI_Comm comm, Starter starter) {
   }
   Result<std::unique_ptr<Session>> session = Status(Errc::kInternal, 0, "");
   if (comm == MPI_COMM_NULL) {
-    session = Session::create_local(std::move(config));
+    session = Session::create_local(std::move(config), seams_);
   } else {
     auto job = MpiJob::create(comm, config);
     if (!job.ok()) return job.status();
-    session = Session::create_mpi(std::move(config), std::move(*job));
+    session = Session::create_mpi(std::move(config), std::move(*job), seams_);
   }
   if (!session.ok()) return session.status();
   session_.store(std::shared_ptr<Session>(std::move(*session)), std::memory_order_release);
@@ -184,6 +184,11 @@ Status Runtime::init(MPI_Comm comm, Starter starter) {
   starter_ = starter;
   program_refs_ = 0;
   return {};
+}
+
+void Runtime::set_seams_for_testing(Seams seams) {
+  std::lock_guard lock(lifecycle_mu_);
+  seams_ = std::move(seams);
 }
 
 Status Runtime::finalize(Starter starter) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "runtime/api/file_table.hpp"
+#include "runtime/api/seams.hpp"
 #include "runtime/api/session.hpp"
 #include "runtime/common/status.hpp"
 #include "runtime/config/config.hpp"
@@ -126,6 +127,8 @@ class Runtime {
   // A lease on the running session (empty when none runs or it is closing). Cheap; any thread.
   Lease session() const noexcept;
   bool active() const noexcept { return active_.load(std::memory_order_acquire); }
+  // Testing only (seams.hpp): the fakes the next session is built with.
+  void set_seams_for_testing(Seams seams);
 
   // ---- MPI life, the agent, the worker client ---------------------------------------------
   MpiLife& mpi_life() noexcept { return mpi_life_; }
@@ -167,6 +170,7 @@ class Runtime {
   std::mutex lifecycle_mu_;              // serialises init and finalize
   Starter starter_ = Starter::kProgram;  // guarded by lifecycle_mu_
   int program_refs_ = 0;  // guarded by lifecycle_mu_: program inits joined to the hooks' session
+  Seams seams_;           // guarded by lifecycle_mu_ (testing only; empty in production)
   std::atomic<std::shared_ptr<Session>> session_;  // acquire/release: publishes the session
   // A forked child: the session (and its MPI) is the parent's; it is never used nor destroyed.
   std::atomic<bool> forked_{false};

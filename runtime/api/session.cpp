@@ -64,6 +64,18 @@ void Session::build_node_table() {
   }
 }
 
+void Session::apply_seams(const Seams& seams) {
+  if (seams.file_system) pfs_ = seams.file_system(std::move(pfs_));
+  if (seams.directory && directory_view_ != nullptr) {
+    directory_seam_ = seams.directory(*directory_view_);
+    directory_view_ = directory_seam_.get();
+  }
+  if (seams.transport && transport_view_ != nullptr) {
+    transport_seam_ = seams.transport(*transport_view_);
+    transport_view_ = transport_seam_.get();
+  }
+}
+
 void Session::build_cache() {
   CacheParts parts;
   parts.config = &config_;
@@ -80,7 +92,7 @@ void Session::build_cache() {
   cache_ = std::make_unique<Cache>(std::move(parts));
 }
 
-Result<std::unique_ptr<Session>> Session::create_local(Config config) {
+Result<std::unique_ptr<Session>> Session::create_local(Config config, const Seams& seams) {
   std::unique_ptr<Session> s(new Session(std::move(config)));
   const Config& c = s->config_;
   JobDir::clean_stale_jobs(c.shm_dir, c.local_dir, "");
@@ -91,13 +103,15 @@ Result<std::unique_ptr<Session>> Session::create_local(Config config) {
   s->pfs_ = std::make_unique<PosixFileSystem>(s->stats_);
   s->directory_ = std::make_unique<LocalDirectory>(c.dir_slots);
   s->directory_view_ = s->directory_.get();
+  s->apply_seams(seams);
   s->build_cache();
   LARDER_LOG_INFO("local cache started: memory {}, disk {}, chunk {}", format_size(c.mem_budget),
                   format_size(c.disk_budget), format_size(c.chunk_size));
   return s;
 }
 
-Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_ptr<MpiJob> job) {
+Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_ptr<MpiJob> job,
+                                                     const Seams& seams) {
   std::unique_ptr<Session> s(new Session(std::move(config)));
   const Config& c = s->config_;
   s->mpi_ = std::move(job);
@@ -124,13 +138,15 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
       [d = &s->job_dir_](int r, Tier tier) { return d->arena_path(r, tier); });
   s->load_ = std::make_unique<PeerLoad>(s->topology_.size);
   s->build_node_table();
-  if (Status st = mpi.agree(mpi.start(c, s->tiers_, s->load_.get())); !st.ok()) {
+  if (Status st = mpi.agree(mpi.start(c, s->tiers_, s->load_.get(), seams.ucx_dead_peer));
+      !st.ok()) {
     (void)mpi.close();
     return st;
   }
   s->directory_view_ = mpi.directory();
   s->transport_view_ = mpi.transport();
   s->progress_view_ = mpi.progress();
+  s->apply_seams(seams);
   s->build_cache();
   if (rank == 0) {
     LARDER_LOG_INFO("started over {} ranks on {} nodes: memory {} per node, chunk {}, transport {}",

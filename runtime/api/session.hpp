@@ -13,6 +13,7 @@
 
 #include "runtime/api/file_service.hpp"
 #include "runtime/api/file_table.hpp"
+#include "runtime/api/seams.hpp"
 #include "runtime/api/stage.hpp"
 #include "runtime/cache/cache.hpp"
 #include "runtime/config/config.hpp"
@@ -35,9 +36,10 @@ class MpiJob;  // mpi_transport: the collective side of a session over MPI
 class Session final : public FileService {
  public:
   // A cache private to this process (no MPI).
-  static Result<std::unique_ptr<Session>> create_local(Config config);
+  static Result<std::unique_ptr<Session>> create_local(Config config, const Seams& seams = {});
   // Collective over `job`'s communicator.
-  static Result<std::unique_ptr<Session>> create_mpi(Config config, std::unique_ptr<MpiJob> job);
+  static Result<std::unique_ptr<Session>> create_mpi(Config config, std::unique_ptr<MpiJob> job,
+                                                     const Seams& seams = {});
 
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -80,6 +82,8 @@ class Session final : public FileService {
   // that cannot ends up without one (it then resolves every key for itself).
   void build_node_table();
   void build_cache();
+  // Puts the tests' fakes (if any) in front of the file system, directory and transport.
+  void apply_seams(const Seams& seams);
   Status close_mpi();
   // Waits until no lease is held; false when `timeout` passed first. `progress` (may be empty)
   // runs every few hundred microseconds while it waits.
@@ -97,7 +101,10 @@ class Session final : public FileService {
   std::unique_ptr<MpiJob> mpi_;           // null for a local session
   std::unique_ptr<Directory> directory_;  // LocalDirectory, or owned by mpi_ (then null)
   Directory* directory_view_ = nullptr;
-  Transport* transport_view_ = nullptr;      // owned by mpi_
+  Transport* transport_view_ = nullptr;  // owned by mpi_
+  // Tests' fakes in front of the directory and the transport (seams.hpp); null otherwise.
+  std::unique_ptr<Directory> directory_seam_;
+  std::unique_ptr<Transport> transport_seam_;
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;
   FileTable files_;

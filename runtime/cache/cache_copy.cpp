@@ -71,17 +71,27 @@ Result<ChunkRecord> Cache::holder_source(const Key& key, const ChunkRecord& orig
 Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload,
                                       std::uint64_t ticket) {
   const auto origin = unpack<ChunkRecord>(payload);
-  if (node_ == nullptr || transport_ == nullptr || origin.owner < 0 || on_this_node(origin.owner) ||
-      closing()) {
-    return payload;
-  }
-  // Claim this node's place in the chunk's tree (when a place below it can exist) and look up
-  // the parent's (when it is not the origin), in one round trip.
+  if (node_ == nullptr || transport_ == nullptr || origin.owner < 0 || closing()) return payload;
   const std::uint64_t position = fanout::position(ticket, origin.position);
   const std::uint64_t parent = fanout::parent(position, config_.fanout);
   const bool ask_parent = parent != 0 && fanout::can_have_children(parent, config_.fanout, nodes_);
   const bool may_hold =
       position != 0 && fanout::can_have_children(position, config_.fanout, nodes_);
+  if (on_this_node(origin.owner)) {
+    // A rank of the origin's own node with a ticket (its node table could not answer): it
+    // copies nothing, but a place below it may be waiting for its entry: the origin's copy.
+    if (may_hold) {
+      const Key hkey = holder_key(key, position);
+      stats_.add(Counter::directory_ops);
+      auto claim = directory_.acquire(hkey, kClaimIt);
+      if (claim.ok() && claim->outcome == Claim::Outcome::kClaimed) {
+        (void)directory_.publish(hkey, payload);
+      }
+    }
+    return payload;
+  }
+  // Claim this node's place in the chunk's tree (when a place below it can exist) and look up
+  // the parent's (when it is not the origin), in one round trip.
   Lookup lookups[2];
   std::size_t n = 0;
   if (may_hold) lookups[n++] = {holder_key(key, position), kClaimIt};

@@ -114,6 +114,9 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
     memo_put(pkey, np.payload);
     return unpack<PathRecord>(np.payload);
   }
+  if (np.outcome == NodeTable::Found::Outcome::kTimeout) {
+    return Status(Errc::kTimeout, ETIMEDOUT, "the node's resolver of " + path + " timed out");
+  }
   if (np.outcome != NodeTable::Found::Outcome::kClaimed) return lookup(path);
   // This rank resolves the path for its node. Chunk 0 of the file it names (when the path is
   // the canonical name, the usual case) lives on the same home rank: one round trip for both.

@@ -24,7 +24,9 @@ Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& lo
     return Answer{};
   }
   if (claim->outcome == Claim::Outcome::kLoading) {
+    const std::uint64_t ticket = claim->ticket;  // this rank's place among the readers
     claim = directory_.wait(key, *claim, config_.wait_timeout);  // counted by TimedDirectory
+    if (claim.ok()) claim->ticket = ticket;
     if (!claim.ok()) {
       LARDER_LOG_LIMITED(kWarn, "waiting for another rank's load failed: {}",
                          claim.status().to_string());
@@ -102,8 +104,11 @@ Cache::Answer Cache::resolve(const Key& key, unsigned flags, Load&& load, Locali
         }
         return a;
       }
-      case NodeTable::Found::Outcome::kFailed:
       case NodeTable::Found::Outcome::kTimeout:
+        // The node's resolver has taken the whole timeout: read the PFS now rather than wait
+        // as long again on the directory (where the same load is likely pending).
+        return Answer{};
+      case NodeTable::Found::Outcome::kFailed:
       case NodeTable::Found::Outcome::kFull:
         break;
     }

@@ -178,11 +178,6 @@ Result<Config> Config::parse(const Lookup& lookup) {
       start = end + 1;
     }
   }
-  if (auto v = get("LARDER_FAULT_UCX_PEER")) {
-    auto n = parse_int<int>(*v);
-    if (!n || *n < 0) return bad("LARDER_FAULT_UCX_PEER", *v, "a rank number (testing only)");
-    c.fault_ucx_peer = *n;
-  }
   return c;
 }
 

@@ -38,7 +38,6 @@ struct Config {
   std::uint64_t small_file = 256ull << 10;    // LARDER_SMALL_FILE: loaded whole with its stat
   std::vector<std::string> wrappers;          // LARDER_WRAPPERS: more exec wrapper names
   std::vector<std::string> forking_wrappers;  // LARDER_FORKING_WRAPPERS: more forking ones
-  int fault_ucx_peer = -1;  // LARDER_FAULT_UCX_PEER (testing only): a rank whose endpoint fails
 
   static constexpr std::uint64_t kMinChunk = 4096;
   static constexpr std::uint64_t kMaxChunk = 1ull << 30;

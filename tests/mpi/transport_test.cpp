@@ -8,6 +8,7 @@
 #include <larder/larder.hpp>
 
 #include "tests/mpi/mpi_fixture.hpp"
+#include "tests/mpi/scoped_seams.hpp"
 #include "tests/support/data_files.hpp"
 
 namespace larder::testing {
@@ -64,9 +65,10 @@ TEST_F(TransportTest, AFailedPeerEndpointFallsBackToTheFileSystem) {
   // owns must still return the right bytes, through direct reads.
   set_env("LARDER_NODE_SIZE", "1");
   set_env("LARDER_TRANSPORT", "ucx");
-  set_env("LARDER_FAULT_UCX_PEER", "0");
   set_env("LARDER_TIMEOUT", "30");
-  if (const char* l = ::getenv("TEST_LOG")) set_env("LARDER_LOG", l);
+  Seams seams;
+  seams.ucx_dead_peer = 0;
+  const ScopedSeams faults(seams);
   const int nchunks = 6;
   make_file("owned", nchunks * chunk_size, 22);
   init();

@@ -1,0 +1,72 @@
+"""e2e_tree_scale: the 3,000-file tree (1-50 KiB files, one in a hundred of 1-4 MiB) read by
+every rank of 8 emulated nodes of 2 ranks through the preload (larder-treebench: each rank lists,
+stats, opens and reads every file, twice). Asserted: every rank's bytes hash to the plain run's
+(every byte, file by file); the PFS read once per chunk; bytes between nodes at most one fetch
+per node (of the files and their listings); directory operations per key at most the number of
+nodes; no fallbacks."""
+import argparse
+import json
+import os
+import subprocess
+
+from e2e_util import Job, check, common_args, fail, read_stats
+
+RANKS = 16
+NODE_SIZE = 2
+FILES = 3000
+CHUNK = 4 << 20
+
+
+def main():
+    ap = common_args(argparse.ArgumentParser())
+    ap.add_argument("--treebench", required=True)
+    args = ap.parse_args()
+    job = Job(args, "tree")
+    try:
+        tree = os.path.join(job.data, "tree")
+        subprocess.run([args.treebench, "generate", tree, "--files", str(FILES)], check=True,
+                       stdout=subprocess.DEVNULL)
+        sizes = [os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tree) for f in fs]
+        data = sum(sizes)
+        chunks = sum((s + CHUNK - 1) // CHUNK for s in sizes)
+        # The listings cross too (a node copies each one it lists): getdents64 records, 8-byte
+        # aligned, of 19 bytes of header and the name with its terminating zero.
+        listings = sum(sum((19 + len(n) + 1 + 7) // 8 * 8 for n in [".", ".."] + ds + fs)
+                       for _, ds, fs in os.walk(tree))
+
+        plain = os.path.join(job.root, "plain.json")
+        subprocess.run([args.treebench, "read", tree, "--passes", "1", "--json", plain],
+                       env=job.env(preload=False), check=True, stdout=subprocess.DEVNULL)
+        want = json.load(open(plain))["hash"]
+
+        stats = os.path.join(job.root, "stats.json")
+        out = os.path.join(job.root, "larder.json")
+        env = job.env(stats=stats, extra={"LARDER_NODE_SIZE": str(NODE_SIZE),
+                                          "LARDER_TRANSPORT": "ucx", "LARDER_CHUNK": "4M",
+                                          "LARDER_MEM": "1G"})
+        job.mpiexec(RANKS, [args.treebench, "read", tree, "--passes", "2", "--json", out], env,
+                    timeout=600)
+        got = json.load(open(out))
+        check(got["hash"] == want, f"every rank read the plain run's bytes ({got['hash']})")
+        s = read_stats(stats)
+        nodes = RANKS // NODE_SIZE
+        check(s["pfs"]["read_ops"] == chunks and s["pfs"]["bytes_read"] == data,
+              f"the PFS read once per chunk: {s['pfs']['read_ops']} ops of {chunks}, "
+              f"{s['pfs']['bytes_read']} bytes of {data}")
+        once = (nodes - 1) * (data + listings)
+        check(s["transport"]["bytes"] <= once,
+              f"bytes between nodes {s['transport']['bytes']} <= one fetch per node of the files "
+              f"and listings {once}")
+        keys = s["pfs"]["stat_ops"] + s["pfs"]["list_ops"] + s["pfs"]["read_ops"]
+        per_key = s["directory"]["ops"] / keys
+        check(per_key <= nodes, f"directory operations per key {per_key:.2f} <= {nodes} nodes")
+        check(s["fallbacks"] == 0, f"no fallbacks ({s['fallbacks']})")
+        if s["skew"]["bytes_served"]["total"] != s["transport"]["bytes"]:
+            fail("the per-rank served bytes do not add up to the bytes between nodes")
+        job.finish()
+    finally:
+        job.close()
+
+
+if __name__ == "__main__":
+    main()
