@@ -70,14 +70,19 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
   }
   if (Status s = agree(parent, thread_ok); !s.ok()) return s;
 
+  // Every rank takes every collective step and then agrees (one allreduce on the parent) on
+  // whether all ranks succeeded: a step that failed on one rank makes every rank return the
+  // same error here, instead of leaving the others waiting in the next collective.
   std::unique_ptr<MpiJob> job(new MpiJob());
   auto comm = mpi::Comm::dup(parent);
-  if (!comm.ok()) return comm.status();
+  if (Status s = agree(parent, comm.status()); !s.ok()) return s;
   job->impl_->comm = std::move(*comm);
   job->comm_ = job->impl_->comm.get();
-  MPI_Comm_set_errhandler(job->comm_, MPI_ERRORS_RETURN);
+  Status handler = mpi::from_mpi(MPI_Comm_set_errhandler(job->comm_, MPI_ERRORS_RETURN),
+                                 "MPI_Comm_set_errhandler");
+  if (Status s = agree(parent, handler); !s.ok()) return s;
   auto node = mpi::Comm::split_shared(job->comm_);
-  if (!node.ok()) return node.status();
+  if (Status s = agree(parent, node.status()); !s.ok()) return s;
   job->impl_->node_comm = std::move(*node);
   job->node_rank_ = job->impl_->node_comm.rank();
 
@@ -86,19 +91,14 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
   t.size = job->impl_->comm.size();
   // Number physical nodes by the lowest rank on each.
   int leader = t.rank;
-  if (Status s = mpi::from_mpi(
-          MPI_Allreduce(&t.rank, &leader, 1, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
-          "MPI_Allreduce");
-      !s.ok()) {
-    return s;
-  }
+  const Status leaders_known = mpi::from_mpi(
+      MPI_Allreduce(&t.rank, &leader, 1, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
+      "MPI_Allreduce");
+  if (Status s = agree(parent, leaders_known); !s.ok()) return s;
   std::vector<int> leaders(static_cast<std::size_t>(t.size));
-  if (Status s =
-          mpi::from_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, job->comm_),
-                        "MPI_Allgather");
-      !s.ok()) {
-    return s;
-  }
+  const Status gathered = mpi::from_mpi(
+      MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, job->comm_), "MPI_Allgather");
+  if (Status s = agree(parent, gathered); !s.ok()) return s;
   std::vector<int> distinct = leaders;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -115,9 +115,8 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
 
   char id[17] = {};
   if (t.rank == 0) std::snprintf(id, sizeof id, "%s", JobDir::new_job_id().c_str());
-  if (Status s = mpi::from_mpi(MPI_Bcast(id, sizeof id, MPI_CHAR, 0, job->comm_), "MPI_Bcast");
-      !s.ok())
-    return s;
+  const Status told = mpi::from_mpi(MPI_Bcast(id, sizeof id, MPI_CHAR, 0, job->comm_), "MPI_Bcast");
+  if (Status s = agree(parent, told); !s.ok()) return s;
   job->job_id_ = id;
   log::set_rank(t.rank);
   return job;

@@ -1,6 +1,7 @@
 #include "runtime/agent/agent_client.hpp"
 
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,11 +128,20 @@ Result<AgentClient::Reply> AgentClient::call(Op op, std::span<const std::byte> a
   return reply;
 }
 
+bool AgentClient::stale(std::int64_t checked_s) const noexcept {
+  if (config_.revalidate.count() == 0) return false;
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) - checked_s >= config_.revalidate.count();
+}
+
 Result<PathRecord> AgentClient::lookup_kind(const std::string& path, bool follow) {
   auto& memo = follow ? paths_ : links_;
   {
     std::shared_lock lock(memo_mu_);
-    if (auto it = memo.find(path); it != memo.end()) return it->second;
+    if (auto it = memo.find(path); it != memo.end() && !stale(it->second.checked_s)) {
+      return it->second;
+    }
   }
   const std::uint8_t flag = follow ? 1 : 0;
   auto reply = call(Op::kLookup, bytes_of(flag), bytes_of(std::string_view(path)));
@@ -142,7 +152,7 @@ Result<PathRecord> AgentClient::lookup_kind(const std::string& path, bool follow
   PathRecord rec;
   std::memcpy(&rec, reply->body.data(), sizeof rec);
   std::unique_lock lock(memo_mu_);
-  memo.emplace(path, rec);
+  memo.insert_or_assign(path, rec);
   return rec;
 }
 
@@ -157,7 +167,9 @@ Result<PathRecord> AgentClient::lookup_link(const std::string& path) {
 Result<std::shared_ptr<const Listing>> AgentClient::list(const std::string& path) {
   {
     std::shared_lock lock(memo_mu_);
-    if (auto it = lists_.find(path); it != lists_.end()) return it->second;
+    if (auto it = lists_.find(path); it != lists_.end() && !stale(it->second.fetched_s)) {
+      return it->second.listing;
+    }
   }
   auto reply = call(Op::kList, bytes_of(std::string_view(path)), {});
   if (!reply.ok()) return reply.status();
@@ -174,8 +186,11 @@ Result<std::shared_ptr<const Listing>> AgentClient::list(const std::string& path
              listing->count != head.count) {
     return Status(Errc::kInternal, EPROTO, "malformed listing from the agent");
   }
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
   std::unique_lock lock(memo_mu_);
-  return lists_.try_emplace(path, std::move(listing)).first->second;
+  lists_.insert_or_assign(path, KnownListing{listing, static_cast<std::int64_t>(now.tv_sec)});
+  return std::shared_ptr<const Listing>(std::move(listing));
 }
 
 bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
@@ -185,7 +200,8 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   bool known = false;
   {
     std::shared_lock lock(memo_mu_);
-    if (auto it = places_.find(key); it != places_.end()) {
+    // A place of another version of the file (it changed during the job) is asked for again.
+    if (auto it = places_.find(key); it != places_.end() && it->second.version == file.version) {
       rec = it->second;
       known = true;
     }
@@ -194,6 +210,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     FileRequest req;
     req.file = file.id;
     req.size = file.size;
+    req.version = file.version;
     req.index = index;
     auto reply = call(Op::kPlace, bytes_of(req), bytes_of(std::string_view(file.path)));
     PlaceReply place;
@@ -202,7 +219,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     if (place.node_local == 0) return false;
     rec = place.record;
     std::unique_lock lock(memo_mu_);
-    places_.emplace(key, rec);
+    places_.insert_or_assign(key, rec);
   }
   if (offset_in_chunk + into.size() > rec.length) return false;
   auto arena = arenas_.get(rec.owner, rec.tier);
@@ -220,6 +237,7 @@ Result<std::size_t> AgentClient::read_inline(const CachedFile& file, std::uint64
   FileRequest req;
   req.file = file.id;
   req.size = file.size;
+  req.version = file.version;
   req.offset = offset;
   req.length = into.size();
   auto reply = call(Op::kRead, bytes_of(req), bytes_of(std::string_view(file.path)));

@@ -64,6 +64,8 @@ class AgentClient final : public FileService {
   Result<std::size_t> read_inline(const CachedFile& file, std::uint64_t offset,
                                   std::span<std::byte> into);
   void maybe_flush() noexcept;
+  // Whether an answer made at `checked_s` is older than LARDER_REVALIDATE.
+  bool stale(std::int64_t checked_s) const noexcept;
 
   std::atomic<int> fd_;  // -1 once broken or abandoned
   const Config config_;
@@ -72,10 +74,14 @@ class AgentClient final : public FileService {
   std::mutex call_mu_;  // one request at a time on the socket
 
   std::shared_mutex memo_mu_;
-  std::unordered_map<std::string, PathRecord> paths_;                      // guarded by memo_mu_
-  std::unordered_map<std::string, PathRecord> links_;                      // guarded by memo_mu_
-  std::unordered_map<std::string, std::shared_ptr<const Listing>> lists_;  // guarded by memo_mu_
-  std::unordered_map<Key, ChunkRecord, KeyHash> places_;                   // guarded by memo_mu_
+  std::unordered_map<std::string, PathRecord> paths_;  // guarded by memo_mu_
+  std::unordered_map<std::string, PathRecord> links_;  // guarded by memo_mu_
+  struct KnownListing {
+    std::shared_ptr<const Listing> listing;
+    std::int64_t fetched_s = 0;  // answers older than LARDER_REVALIDATE are asked for again
+  };
+  std::unordered_map<std::string, KnownListing> lists_;   // guarded by memo_mu_
+  std::unordered_map<Key, ChunkRecord, KeyHash> places_;  // guarded by memo_mu_
   PeerArenas arenas_;
 
   std::unique_ptr<WorkerStatsFile> stats_file_;      // the rank's worker stats file, mapped

@@ -118,7 +118,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       FileRequest req;
       std::string path;
       if (!split(body, &req, &path) || !allowed(*s, path)) return unavailable(fd, op);
-      auto place = s->cache().place(CachedFile{path, req.file, req.size}, req.index);
+      auto place = s->cache().place(CachedFile{path, req.file, req.size, req.version}, req.index);
       if (!place.ok()) return unavailable(fd, op);
       PlaceReply r;
       r.node_local = place->node_local ? 1 : 0;
@@ -133,7 +133,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       }
       std::vector<std::byte> buf(req.length);
       // The worker counts its own read (its stats slot); the rank counts what its cache did.
-      auto n = s->cache().read(CachedFile{path, req.file, req.size}, buf, req.offset);
+      auto n = s->cache().read(CachedFile{path, req.file, req.size, req.version}, buf, req.offset);
       if (!n.ok()) {
         if (n.status().code() == Errc::kUnavailable) return unavailable(fd, op);
         const int err = n.status().native_code() != 0 ? n.status().native_code() : EIO;

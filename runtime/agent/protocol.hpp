@@ -20,7 +20,7 @@
 namespace larder::agent {
 
 inline constexpr char kEnvName[] = "LARDER_AGENT";
-inline constexpr std::uint32_t kVersion = 2;
+inline constexpr std::uint32_t kVersion = 3;
 
 enum class Op : std::uint32_t {
   kHello = 1,   // body: u32 version                 -> HelloReply + worker stats file path
@@ -53,8 +53,9 @@ struct HelloReply {
 struct FileRequest {
   FileId file;
   std::uint64_t size = 0;
-  std::uint64_t index = 0;   // kPlace: the chunk
-  std::uint64_t offset = 0;  // kRead: the byte range
+  std::uint64_t version = 0;  // CachedFile::version
+  std::uint64_t index = 0;    // kPlace: the chunk
+  std::uint64_t offset = 0;   // kRead: the byte range
   std::uint64_t length = 0;
 };
 

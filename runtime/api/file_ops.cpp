@@ -40,7 +40,7 @@ std::optional<int> open_path(FileService& svc, FileTable& table, const std::stri
     return -1;
   }
   auto file = std::make_shared<OpenFile>();
-  file->file = CachedFile{abs, record->file, record->meta.size};
+  file->file = CachedFile::of(abs, *record);
   file->meta = record->meta;
   file->flags = flags;
   return table.add(std::move(file), (flags & O_CLOEXEC) != 0);

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -121,11 +122,13 @@ void Runtime::on_fork_child() noexcept {
 }
 
 void Runtime::mark_written(const std::string& abs) {
+  // The file, and its directory (whose listing and times the write changes).
+  const std::size_t slash = abs.rfind('/');
+  const std::string parent = slash == 0 ? "/" : abs.substr(0, slash);
   std::lock_guard lock(written_mu_);
-  for (const std::string& w : written_) {
-    if (w == abs) return;
+  for (const std::string* p : {&abs, &parent}) {
+    if (std::find(written_.begin(), written_.end(), *p) == written_.end()) written_.push_back(*p);
   }
-  written_.push_back(abs);
   any_written_.store(true, std::memory_order_relaxed);
 }
 

@@ -62,7 +62,7 @@ class Walker {
     if (record->meta.is_directory() && (is_root || type == DT_DIR)) {
       walk_directory(path, depth);
     } else if (record->meta.is_regular() && record->meta.readable_by_me()) {
-      files_.push_back(CachedFile{path, record->file, record->meta.size});
+      files_.push_back(CachedFile::of(path, *record));
     } else {
       ++totals_.skipped;  // unreadable, special, or a symlink to a directory
     }

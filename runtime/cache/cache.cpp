@@ -28,7 +28,8 @@ Cache::Cache(CacheParts parts)
       node_(parts.node),
       load_(parts.load),
       topology_(std::move(parts.topology)),
-      nodes_(static_cast<std::uint64_t>(topology_.node_count())) {}
+      nodes_(static_cast<std::uint64_t>(topology_.node_count())),
+      clock_(std::move(parts.clock)) {}
 
 bool Cache::memo_find(const Key& key, Payload* out) {
   std::shared_lock lock(memo_mu_);
@@ -130,6 +131,11 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
     case Answer::Kind::kCached: {
       const auto record = unpack<ChunkRecord>(a.payload);
       if (record.owner == kDirectOwner) return Located{};
+      // Bytes of another version of the file (it changed during the job): not these.
+      if (record.version != 0 && file.version != 0 && record.version != file.version) {
+        stats_.add(Counter::stale_chunks);
+        return Located{};
+      }
       return Located{Source::kCache, record, a.fresh, a.copied};
     }
     case Answer::Kind::kError:
@@ -172,6 +178,7 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   record.offset = place->offset;
   record.length = length;
   record.position = ticket;  // the origin's place in the chunk's fan-out tree
+  record.version = file.version;
   Loaded l;
   l.publish = true;
   l.answer.payload = pack(record);

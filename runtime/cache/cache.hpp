@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <shared_mutex>
 #include <span>
@@ -41,9 +42,14 @@ namespace larder {
 
 // A managed regular file as the read path needs it.
 struct CachedFile {
-  std::string path;        // as opened (absolute, lexically clean): used for PFS reads
-  FileId id;               // canonical identity: used for chunk keys
-  std::uint64_t size = 0;  // from the cached stat
+  std::string path;           // as opened (absolute, lexically clean): used for PFS reads
+  FileId id;                  // canonical identity: used for chunk keys
+  std::uint64_t size = 0;     // from the cached stat
+  std::uint64_t version = 0;  // file_version() of the cached stat: chunks of another are not used
+
+  static CachedFile of(std::string path, const PathRecord& record) {
+    return CachedFile{std::move(path), record.file, record.meta.size, record.version()};
+  }
 };
 
 struct CacheParts {
@@ -58,6 +64,9 @@ struct CacheParts {
   NodeTable* node = nullptr;           // null: every rank resolves for itself (no node table)
   PeerLoad* load = nullptr;            // null: no per-peer accounting
   Topology topology;
+  // Wall-clock seconds, for the age of answers (LARDER_REVALIDATE); null: CLOCK_REALTIME. Tests
+  // pass their own clock and move it.
+  std::function<std::int64_t()> clock;
 };
 
 class Cache {
@@ -135,12 +144,25 @@ class Cache {
 
   // metadata (cache_meta.cpp)
   Result<PathRecord> lookup_key(const std::string& path, const Key& key, bool link);
+  // `record` (whose payload is `seen`), or, when it is older than LARDER_REVALIDATE, the PFS's
+  // answer now: asked by one rank of the node (the node table's entry is renewed in place); a
+  // file that changed is named once per job, and its cached chunks are not used again.
+  PathRecord revalidated(const std::string& path, const Key& key, bool link,
+                         const PathRecord& record, const Payload& seen);
+  void report_change(const std::string& path, const PathRecord& before, const PathRecord& after);
+  std::int64_t now_s() const;
   Loaded load_path(const std::string& path, bool link);
-  std::shared_ptr<const Listing> fetch_listing(const std::string& path, const ListingRecord& rec);
+  std::shared_ptr<const Listing> fetch_listing(const std::string& path, const Payload& payload);
+  // A listing older than LARDER_REVALIDATE, listed again by one rank of the node.
+  std::shared_ptr<const Listing> relisted(const std::string& path, const Payload& seen);
+  bool stale(std::int64_t checked_s) const {
+    return config_.revalidate.count() != 0 && now_s() - checked_s >= config_.revalidate.count();
+  }
   Loaded load_listing(const std::string& path);
   std::shared_ptr<const Listing> list_direct(const std::string& path);
   std::shared_ptr<const Listing> remember_listing(const std::string& path,
-                                                  std::shared_ptr<const Listing> listing);
+                                                  std::shared_ptr<const Listing> listing,
+                                                  const Payload& payload);
   Result<Payload> localize_listing(const Payload& payload);
 
   // data (cache.cpp)
@@ -205,15 +227,20 @@ class Cache {
   NodeTable* node_;
   PeerLoad* load_;
   const Topology topology_;
-  const std::uint64_t nodes_;         // topology_.node_count(), for the fan-out tree's shape
+  const std::uint64_t nodes_;  // topology_.node_count(), for the fan-out tree's shape
+  const std::function<std::int64_t()> clock_;
   std::atomic<bool> closing_{false};  // acquire/release: see begin_close()
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so
   // remembering them saves a lookup (a remote atomic can cost milliseconds under Open MPI).
   std::shared_mutex memo_mu_;
   std::unordered_map<Key, Payload, KeyHash> memo_;  // guarded by memo_mu_
-  // Listings this rank has fetched (immutable for the job, like the directory entries).
-  std::unordered_map<std::string, std::shared_ptr<const Listing>> listings_;  // guarded by memo_mu_
+  // Listings this rank has fetched, with the node-local payload they came from.
+  struct KnownListing {
+    std::shared_ptr<const Listing> listing;
+    Payload payload{};
+  };
+  std::unordered_map<std::string, KnownListing> listings_;  // guarded by memo_mu_
 };
 
 }  // namespace larder

@@ -15,8 +15,9 @@ namespace larder {
 struct Cache::BulkItem {
   Key key;
   std::string path;
-  FileId file;  // chunks: the file's identity and size
+  FileId file;  // chunks: the file's identity, size and version
   std::uint64_t size = 0;
+  std::uint64_t version = 0;
   bool node_claimed = false;  // this rank holds the key's node-table entry
   std::uint32_t slot = 0;
   Answer answer;  // the outcome (kCached: remember and share; otherwise the node's ranks retry)
@@ -158,6 +159,7 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
     copy.offset = place->offset;
     copy.length = origin.length;
     copy.position = fanout::kNoTicket;  // not a holder of the fan-out tree
+    copy.version = origin.version;
     Arena* arena = tiers_.get(copy.tier);
     ops.push_back(Transport::GetOp{origin.owner, origin.tier, origin.offset,
                                    std::span(arena->data() + copy.offset, copy.length)});
@@ -222,6 +224,7 @@ void Cache::list_ahead(const std::string& dir, const Listing& listing) {
     it.path = path;
     it.file = rec.file;
     it.size = rec.meta.size;
+    it.version = rec.version();
     it.key = chunk_key(rec.file, 0);
     if (claim_on_node(it)) chunks.push_back(std::move(it));
   }
@@ -231,7 +234,8 @@ void Cache::list_ahead(const std::string& dir, const Listing& listing) {
   resolve_bulk(
       chunks, kClaimIt,
       [&](const BulkItem& it) {
-        return load_chunk(CachedFile{it.path, it.file, it.size}, 0, fanout::kNoTicket, true);
+        return load_chunk(CachedFile{it.path, it.file, it.size, it.version}, 0, fanout::kNoTicket,
+                          true);
       },
       [&](std::vector<BulkItem>& items, const std::vector<std::size_t>& ready) {
         copy_chunks_here(items, ready);

@@ -116,6 +116,7 @@ Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload,
   copy.offset = place->offset;
   copy.length = origin.length;
   copy.position = position;
+  copy.version = origin.version;
   auto source = holder_source(key, origin, position, claims[1]);
   if (!source.ok() || source->length != origin.length) source = origin;
   if (!copy_from(*source, copy).ok() &&

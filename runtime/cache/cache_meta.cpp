@@ -1,7 +1,10 @@
 // The Cache's metadata: the stat() answers of paths, and directory listings (cache.hpp).
+#include <time.h>
+
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "runtime/cache/cache.hpp"
 #include "runtime/cache/cache_resolve.hpp"
@@ -34,9 +37,17 @@ Result<PathRecord> Cache::lookup_link(const std::string& path) {
   return lookup_key(path, path_key(KeyKind::kLinkPath, path), true);
 }
 
+std::int64_t Cache::now_s() const {
+  if (clock_) return clock_();
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec);
+}
+
 Cache::Loaded Cache::load_path(const std::string& path, bool link) {
   stats_.add(Counter::meta_misses);
   PathRecord record;
+  record.checked_s = now_s();
   int error = 0;
   if (link) {
     auto meta = pfs_.lstat(path);
@@ -67,6 +78,7 @@ Cache::Loaded Cache::load_path(const std::string& path, bool link) {
   Loaded l;
   l.answer.payload = pack(record);
   if (error != 0) {
+    record.checked_s = now_s();
     record.error = error;
     l.answer.payload = pack(record);
     if (!is_lasting_error(error)) {
@@ -91,8 +103,9 @@ Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bo
   }
   switch (a.kind) {
     case Answer::Kind::kCached:
-      if (!a.fresh) stats_.add(Counter::meta_hits);
-      [[fallthrough]];
+      if (a.fresh) return unpack<PathRecord>(a.payload);
+      stats_.add(Counter::meta_hits);
+      return revalidated(path, key, link, unpack<PathRecord>(a.payload), a.payload);
     case Answer::Kind::kTransient:
       return unpack<PathRecord>(a.payload);
     case Answer::Kind::kError:
@@ -101,6 +114,56 @@ Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bo
       break;
   }
   return Status(Errc::kUnavailable, 0, "the cache cannot answer for " + path);
+}
+
+PathRecord Cache::revalidated(const std::string& path, const Key& key, bool link,
+                              const PathRecord& record, const Payload& seen) {
+  if (config_.revalidate.count() == 0 || closing() ||
+      now_s() - record.checked_s < config_.revalidate.count()) {
+    return record;
+  }
+  NodeTable::Found renewal;  // kFull: no node table, or the key is not in it: this rank asks
+  if (node_ != nullptr) renewal = node_->renew(key, seen, config_.wait_timeout);
+  switch (renewal.outcome) {
+    case NodeTable::Found::Outcome::kReady:  // another rank of the node asked the PFS
+      memo_put(key, renewal.payload);
+      return unpack<PathRecord>(renewal.payload);
+    case NodeTable::Found::Outcome::kTimeout:
+    case NodeTable::Found::Outcome::kFailed:
+      break;  // the node's renewer is stuck or gone: this rank asks for itself
+    case NodeTable::Found::Outcome::kClaimed:
+    case NodeTable::Found::Outcome::kFull:
+      break;
+  }
+  stats_.add(Counter::meta_revalidations);
+  const Loaded now = load_path(path, link);
+  Payload answer = seen;  // a transient error (EIO): keep the answer, ask again next time
+  PathRecord result = record;
+  if (now.publish) {
+    result = unpack<PathRecord>(now.answer.payload);
+    answer = now.answer.payload;
+    if (!result.same_as(record)) report_change(path, record, result);
+  }
+  if (renewal.outcome == NodeTable::Found::Outcome::kClaimed) node_->publish(renewal.slot, answer);
+  memo_put(key, answer);
+  return result;
+}
+
+void Cache::report_change(const std::string& path, const PathRecord& before,
+                          const PathRecord& after) {
+  stats_.add(Counter::meta_changed);
+  // Only a file that existed and changed is worth a warning (a path that appeared is normal),
+  // and once per job: the first rank to claim the change's key in the directory names it.
+  if (before.error != 0) return;
+  const std::string what =
+      "changed:" + path + ":" + std::to_string(after.version()) + ":" + std::to_string(after.error);
+  const Key key = path_key(KeyKind::kPath, what);
+  auto claim = closing() ? Result<Claim>(Status(Errc::kUnavailable, 0, "closing"))
+                         : directory_.acquire(key, kClaimIt);
+  if (claim.ok() && claim->outcome != Claim::Outcome::kClaimed) return;
+  if (claim.ok()) (void)directory_.publish(key, Payload{});
+  LARDER_LOG_WARN("{} changed during the job ({}); it is read from the file system from now on",
+                  path, after.error != 0 ? std::strerror(after.error) : "its size, times or inode");
 }
 
 Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
@@ -112,7 +175,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
     stats_.add(Counter::node_answers);
     stats_.add(Counter::meta_hits);
     memo_put(pkey, np.payload);
-    return unpack<PathRecord>(np.payload);
+    return revalidated(path, pkey, false, unpack<PathRecord>(np.payload), np.payload);
   }
   if (np.outcome == NodeTable::Found::Outcome::kTimeout) {
     return Status(Errc::kTimeout, ETIMEDOUT, "the node's resolver of " + path + " timed out");
@@ -147,7 +210,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
       }
       node_->fail(nc.slot);
     } else {
-      const CachedFile f{path, rec.file, rec.meta.size};
+      const CachedFile f = CachedFile::of(path, rec);
       ChunkRecord direct;
       direct.owner = -1;
       const Payload read_pfs = pack(direct);
@@ -175,7 +238,12 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
     std::shared_lock lock(memo_mu_);
     if (auto it = listings_.find(path); it != listings_.end()) {
       stats_.add(Counter::meta_hits);
-      return it->second;
+      const KnownListing known = it->second;
+      lock.unlock();
+      if (closing() || !stale(unpack<ListingRecord>(known.payload).checked_s)) {
+        return known.listing;
+      }
+      return relisted(path, known.payload);
     }
   }
   const Key key = path_key(KeyKind::kListing, path);
@@ -184,7 +252,10 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
       [&](const Payload& p, std::uint64_t) { return localize_listing(p); });
   switch (a.kind) {
     case Answer::Kind::kCached: {
-      auto listing = fetch_listing(path, unpack<ListingRecord>(a.payload));
+      if (!a.fresh && !closing() && stale(unpack<ListingRecord>(a.payload).checked_s)) {
+        return relisted(path, a.payload);
+      }
+      auto listing = fetch_listing(path, a.payload);
       // This rank resolved the listing for its node: it resolves the entries too.
       if (a.global) list_ahead(path, *listing);
       return listing;
@@ -201,19 +272,42 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
   return list_direct(path);
 }
 
+std::shared_ptr<const Listing> Cache::relisted(const std::string& path, const Payload& seen) {
+  const Key key = path_key(KeyKind::kListing, path);
+  NodeTable::Found renewal;  // kFull: no node table, or the key is not in it: this rank lists
+  if (node_ != nullptr) renewal = node_->renew(key, seen, config_.wait_timeout);
+  if (renewal.outcome == NodeTable::Found::Outcome::kReady) {
+    memo_put(key, renewal.payload);
+    return fetch_listing(path, renewal.payload);
+  }
+  const bool claimed = renewal.outcome == NodeTable::Found::Outcome::kClaimed;
+  stats_.add(Counter::meta_revalidations);
+  const Loaded now = load_listing(path);
+  if (!now.publish) {  // a transient error or no room: this call lists directly, the rest waits
+    if (claimed) node_->publish(renewal.slot, seen);
+    return list_direct(path);
+  }
+  if (claimed) node_->publish(renewal.slot, now.answer.payload);
+  memo_put(key, now.answer.payload);
+  return fetch_listing(path, now.answer.payload);
+}
+
 std::shared_ptr<const Listing> Cache::remember_listing(const std::string& path,
-                                                       std::shared_ptr<const Listing> listing) {
+                                                       std::shared_ptr<const Listing> listing,
+                                                       const Payload& payload) {
   std::unique_lock lock(memo_mu_);
-  return listings_.try_emplace(path, std::move(listing)).first->second;
+  listings_.insert_or_assign(path, KnownListing{listing, payload});
+  return listing;
 }
 
 std::shared_ptr<const Listing> Cache::fetch_listing(const std::string& path,
-                                                    const ListingRecord& rec) {
+                                                    const Payload& payload) {
+  const auto rec = unpack<ListingRecord>(payload);
   stats_.add(Counter::meta_hits);
   auto listing = std::make_shared<Listing>();
   if (rec.error != 0) {
     listing->error = rec.error;
-    return remember_listing(path, std::move(listing));
+    return remember_listing(path, std::move(listing), payload);
   }
   std::vector<std::byte> blob(rec.length);
   ChunkRecord where;
@@ -226,7 +320,7 @@ std::shared_ptr<const Listing> Cache::fetch_listing(const std::string& path,
     LARDER_LOG_LIMITED(kWarn, "cannot fetch the cached listing of {}; listing it directly", path);
     return list_direct(path);
   }
-  return remember_listing(path, std::move(listing));
+  return remember_listing(path, std::move(listing), payload);
 }
 
 Cache::Loaded Cache::load_listing(const std::string& path) {
@@ -234,6 +328,7 @@ Cache::Loaded Cache::load_listing(const std::string& path) {
   Loaded l;
   auto raw = pfs_.list(path);
   ListingRecord rec;
+  rec.checked_s = now_s();
   if (!raw.ok()) {
     rec.error = raw.status().native_code() != 0 ? raw.status().native_code() : EIO;
     l.answer.payload = pack(rec);

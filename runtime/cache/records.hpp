@@ -16,11 +16,20 @@ struct PathRecord {
 
   std::int32_t error = 0;  // errno of resolving the path; 0 when it exists
   std::uint32_t flags = 0;
-  FileId file;    // hash of the canonical name: the identity of the contents
-  FileMeta meta;  // valid when error == 0
+  FileId file;                 // hash of the canonical name: the chunk keys of the contents
+  FileMeta meta;               // valid when error == 0
+  std::int64_t checked_s = 0;  // when the PFS gave this answer (CLOCK_REALTIME, seconds)
 
   bool managed() const noexcept { return (flags & kManaged) != 0; }
+  // Which version of the file the answer describes (file_version(meta)); 0 without a file.
+  std::uint64_t version() const noexcept;
+  // Whether `other` describes the same thing: the same errno, and for a file the same version.
+  bool same_as(const PathRecord& other) const noexcept;
 };
+
+// A file's version as the PFS shows it to every client: inode, size, mtime and ctime with
+// nanoseconds, hashed (never 0). Never the device: st_dev differs between client mounts.
+std::uint64_t file_version(const FileMeta& meta) noexcept;
 
 // Where a READY chunk sits: rank, tier and byte range in that rank's arena. In the directory it
 // is the origin's copy (the rank that loaded it from the PFS), with the ticket the origin took
@@ -33,6 +42,7 @@ struct ChunkRecord {
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
   std::uint64_t position = 0;
+  std::uint64_t version = 0;  // file_version() of the file the bytes were read from (0: unknown)
 };
 
 // A directory listing (KeyKind::kListing of the directory's path as written). A listing does not
@@ -51,6 +61,7 @@ struct ListingRecord {
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
   std::uint64_t count = 0;
+  std::int64_t checked_s = 0;  // when the PFS listed it (CLOCK_REALTIME, seconds)
 };
 
 }  // namespace larder

@@ -138,6 +138,14 @@ Result<Config> Config::parse(const Lookup& lookup) {
     if (!n || *n == 0 || *n > 86400) return bad("LARDER_TIMEOUT", *v, "seconds, 1 to 86400");
     c.wait_timeout = std::chrono::seconds(*n);
   }
+  if (auto v = get("LARDER_REVALIDATE")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (std::string_view(*v) == "off") n = 0;
+    if (!n || *n > 86400) {
+      return bad("LARDER_REVALIDATE", *v, "seconds, 0 or off (never) to 86400");
+    }
+    c.revalidate = std::chrono::seconds(*n);
+  }
   if (auto v = get("LARDER_FANOUT")) {
     auto n = parse_int<std::uint32_t>(*v);
     if (!n || *n < 1 || *n > 1024) return bad("LARDER_FANOUT", *v, "an integer from 1 to 1024");

@@ -32,9 +32,12 @@ struct Config {
   int node_size = 0;                               // LARDER_NODE_SIZE (0: real nodes)
   std::uint32_t dir_slots = 1u << 16;              // LARDER_DIR_SLOTS, per rank
   std::chrono::milliseconds wait_timeout{60'000};  // LARDER_TIMEOUT, seconds in the env
-  std::uint32_t fanout = 8;                        // LARDER_FANOUT: nodes a chunk copy serves
-  std::uint32_t node_slots = 1u << 16;             // LARDER_NODE_SLOTS: node table entries
-  std::uint32_t list_ahead = 4096;  // LARDER_LIST_AHEAD: entries of a listed directory resolved
+  // LARDER_REVALIDATE: an answer about a path older than this is checked against the PFS again
+  // (one stat per node) before it is used; 0: never (the job's first answer holds for the job).
+  std::chrono::seconds revalidate{60};
+  std::uint32_t fanout = 8;             // LARDER_FANOUT: nodes a chunk copy serves
+  std::uint32_t node_slots = 1u << 16;  // LARDER_NODE_SLOTS: node table entries
+  std::uint32_t list_ahead = 4096;      // LARDER_LIST_AHEAD: entries of a listed directory resolved
   std::uint64_t small_file = 256ull << 10;    // LARDER_SMALL_FILE: loaded whole with its stat
   std::vector<std::string> wrappers;          // LARDER_WRAPPERS: more exec wrapper names
   std::vector<std::string> forking_wrappers;  // LARDER_FORKING_WRAPPERS: more forking ones

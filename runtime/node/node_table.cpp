@@ -18,17 +18,27 @@
 
 namespace larder {
 
-// One entry: 192 bytes (three cache lines). The file starts zeroed: every entry empty.
+// One entry: three cache lines. The file starts zeroed: every entry empty.
+//
+// The payload of a READY entry can be rewritten (renew(): an answer revalidated in place), so
+// it is read and written word by word under a sequence lock: `generation` is odd while a write
+// is under way, and a reader that saw it change copies again.
 struct NodeTable::Entry {
-  std::atomic<std::uint64_t> word;   // 0 empty; claimed by compare-and-swap
-  std::uint64_t check;               // written before the state leaves kClaiming
-  std::atomic<std::uint32_t> state;  // the futex word (below)
-  std::int32_t resolver;             // pid of the resolving process
-  std::int64_t resolved_ns;          // when the answer was published
+  static constexpr std::size_t kWords = kPayloadSize / sizeof(std::uint64_t);
+
+  std::atomic<std::uint64_t> word;        // 0 empty; claimed by compare-and-swap
+  std::uint64_t check;                    // written before the state leaves kClaiming
+  std::atomic<std::uint32_t> state;       // the futex word (below)
+  std::atomic<std::int32_t> resolver;     // pid of the resolving process
+  std::atomic<std::int64_t> resolved_ns;  // when the answer was published
   std::atomic<std::uint32_t> generation;
-  std::uint32_t reserved[9];
-  Payload payload;
+  std::uint32_t reserved[11];
+  std::atomic<std::uint64_t> payload[kWords];
 };
+static_assert(kPayloadSize % sizeof(std::uint64_t) == 0);
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free &&
+              std::atomic<std::int64_t>::is_always_lock_free &&
+              std::atomic<std::int32_t>::is_always_lock_free);
 static_assert(sizeof(std::atomic<std::uint64_t>) == 8 && sizeof(std::atomic<std::uint32_t>) == 4);
 
 namespace {
@@ -65,6 +75,74 @@ bool process_gone(std::int32_t pid) noexcept {
 }
 
 }  // namespace
+
+void NodeTable::store_payload(Entry& e, const Payload& payload) noexcept {
+  std::uint64_t words[Entry::kWords];
+  std::memcpy(words, payload.data(), sizeof(words));
+  const std::uint32_t g = e.generation.load(std::memory_order_relaxed);
+  e.generation.store(g + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (std::size_t i = 0; i < Entry::kWords; ++i) {
+    e.payload[i].store(words[i], std::memory_order_relaxed);
+  }
+  e.resolved_ns.store(monotonic_ns(), std::memory_order_relaxed);
+  e.generation.store(g + 2, std::memory_order_release);
+}
+
+bool NodeTable::load_payload(const Entry& e, Found* f) noexcept {
+  const std::uint32_t before = e.generation.load(std::memory_order_acquire);
+  if ((before & 1u) != 0) return false;
+  std::uint64_t words[Entry::kWords];
+  for (std::size_t i = 0; i < Entry::kWords; ++i) {
+    words[i] = e.payload[i].load(std::memory_order_relaxed);
+  }
+  const std::int64_t ns = e.resolved_ns.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (e.generation.load(std::memory_order_relaxed) != before) return false;
+  std::memcpy(f->payload.data(), words, sizeof(words));
+  f->resolved_ns = ns;
+  return true;
+}
+
+std::uint32_t NodeTable::wait_resolved(Entry& e, std::chrono::steady_clock::time_point deadline,
+                                       bool* timed_out) noexcept {
+  std::uint32_t st = e.state.load(std::memory_order_acquire);
+  while (st == kResolving) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      *timed_out = true;
+      return st;
+    }
+    futex_wait(&e.state, kResolving,
+               std::min(kSlice, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - now + std::chrono::milliseconds(1))));
+    st = e.state.load(std::memory_order_acquire);
+    if (st == kResolving && process_gone(e.resolver.load(std::memory_order_relaxed))) {
+      std::uint32_t resolving = kResolving;
+      if (e.state.compare_exchange_strong(resolving, kFailed, std::memory_order_acq_rel)) {
+        futex_wake_all(&e.state);
+      }
+      st = e.state.load(std::memory_order_acquire);
+    }
+  }
+  return st;
+}
+
+NodeTable::Entry* NodeTable::entry_of(const Key& key, std::uint32_t* slot) const noexcept {
+  const std::uint32_t start = static_cast<std::uint32_t>(key.check % entries_);
+  for (int probe = 0; probe < kMaxProbe; ++probe) {
+    const std::uint32_t i = (start + static_cast<std::uint32_t>(probe)) % entries_;
+    Entry& e = table_[i];
+    const std::uint64_t w = e.word.load(std::memory_order_acquire);
+    if (w == 0) return nullptr;
+    if (w != key.word) continue;
+    if (e.state.load(std::memory_order_acquire) == kClaiming) return nullptr;
+    if (e.check != key.check) continue;
+    *slot = i;
+    return &e;
+  }
+  return nullptr;
+}
 
 std::size_t NodeTable::bytes_for(std::uint32_t entries) noexcept {
   return static_cast<std::size_t>(entries) * sizeof(Entry);
@@ -114,23 +192,17 @@ Result<std::unique_ptr<NodeTable>> NodeTable::attach(const std::string& path) {
 }
 
 NodeTable::Found NodeTable::find(const Key& key) const {
-  const std::uint32_t start = static_cast<std::uint32_t>(key.check % entries_);
-  for (int probe = 0; probe < kMaxProbe; ++probe) {
-    Entry& e = table_[(start + static_cast<std::uint32_t>(probe)) % entries_];
-    const std::uint64_t w = e.word.load(std::memory_order_acquire);
-    if (w == 0) break;
-    if (w != key.word) continue;
-    std::uint32_t st = e.state.load(std::memory_order_acquire);
-    if (st == kClaiming) break;
-    if (e.check != key.check) continue;
-    if (st != kReady) break;
-    Found f;
-    f.outcome = Found::Outcome::kReady;
-    f.payload = e.payload;
-    f.resolved_ns = e.resolved_ns;
-    return f;
+  std::uint32_t slot = 0;
+  const Entry* e = entry_of(key, &slot);
+  Found f;
+  if (e == nullptr) return f;
+  for (;;) {
+    if (e->state.load(std::memory_order_acquire) != kReady) return Found{};
+    if (load_payload(*e, &f)) break;
   }
-  return Found{};
+  f.outcome = Found::Outcome::kReady;
+  f.slot = slot;
+  return f;
 }
 
 NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds timeout) {
@@ -144,7 +216,7 @@ NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds ti
       std::uint64_t expected = 0;
       if (e.word.compare_exchange_strong(expected, key.word, std::memory_order_acq_rel)) {
         e.check = key.check;
-        e.resolver = static_cast<std::int32_t>(::getpid());
+        e.resolver.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
         e.state.store(kResolving, std::memory_order_release);
         Found f;
         f.outcome = Found::Outcome::kClaimed;
@@ -161,41 +233,58 @@ NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds ti
       st = e.state.load(std::memory_order_acquire);
     }
     if (e.check != key.check) continue;
-    while (st == kResolving) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= deadline) return Found{Found::Outcome::kTimeout};
-      futex_wait(&e.state, kResolving,
-                 std::min(kSlice, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      deadline - now + std::chrono::milliseconds(1))));
-      st = e.state.load(std::memory_order_acquire);
-      if (st == kResolving && process_gone(e.resolver)) {
-        std::uint32_t resolving = kResolving;
-        if (e.state.compare_exchange_strong(resolving, kFailed, std::memory_order_acq_rel)) {
-          futex_wake_all(&e.state);
-        }
-        st = e.state.load(std::memory_order_acquire);
-      }
-    }
     Found f;
     f.slot = slot;
-    if (st == kFailed) {
-      f.outcome = Found::Outcome::kFailed;
-      return f;
+    for (;;) {
+      bool timed_out = false;
+      st = wait_resolved(e, deadline, &timed_out);
+      if (timed_out) return Found{Found::Outcome::kTimeout};
+      if (st == kFailed) {
+        f.outcome = Found::Outcome::kFailed;
+        return f;
+      }
+      if (load_payload(e, &f)) break;  // else a renewal began while we copied: wait for it
     }
     f.outcome = Found::Outcome::kReady;
-    f.payload = e.payload;
-    f.resolved_ns = e.resolved_ns;
     return f;
   }
   return Found{Found::Outcome::kFull};
 }
 
+NodeTable::Found NodeTable::renew(const Key& key, const Payload& seen,
+                                  std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::uint32_t slot = 0;
+  Entry* e = entry_of(key, &slot);
+  if (e == nullptr) return Found{Found::Outcome::kFull};
+  Found f;
+  f.slot = slot;
+  for (;;) {
+    bool timed_out = false;
+    const std::uint32_t st = wait_resolved(*e, deadline, &timed_out);
+    if (timed_out) return Found{Found::Outcome::kTimeout};
+    if (st == kFailed) {
+      f.outcome = Found::Outcome::kFailed;
+      return f;
+    }
+    if (!load_payload(*e, &f)) continue;
+    if (f.payload != seen) {  // another rank of the node renewed it already
+      f.outcome = Found::Outcome::kReady;
+      return f;
+    }
+    std::uint32_t ready = kReady;
+    if (e->state.compare_exchange_strong(ready, kResolving, std::memory_order_acq_rel)) {
+      e->resolver.store(static_cast<std::int32_t>(::getpid()), std::memory_order_relaxed);
+      f.outcome = Found::Outcome::kClaimed;
+      return f;
+    }
+  }
+}
+
 void NodeTable::publish(std::uint32_t slot, const Payload& payload) {
   if (slot >= entries_) return;
   Entry& e = table_[slot];
-  e.payload = payload;
-  e.resolved_ns = monotonic_ns();
-  e.generation.fetch_add(1, std::memory_order_relaxed);
+  store_payload(e, payload);
   e.state.store(kReady, std::memory_order_release);
   futex_wake_all(&e.state);
 }

@@ -12,9 +12,10 @@
 // entry FAILED and go on without it; otherwise they wait up to their timeout.
 //
 // Open addressing with linear probing (64 probes); an entry is claimed by a compare-and-swap of
-// its key word, READY entries never change (except path entries renewed by revalidation, which
-// readers detect by their generation). A full table answers kFull: the caller asks the directory
-// itself. Lock-free; thread- and process-safe.
+// its key word. A READY entry's answer can be renewed in place (renew(): a path's answer checked
+// against the PFS again after LARDER_REVALIDATE, by one rank for the node); readers copy answers
+// under a sequence lock, so they never see half of one. A full table answers kFull: the caller
+// asks the directory itself. Lock-free; thread- and process-safe.
 #ifndef LARDER_RUNTIME_NODE_NODE_TABLE_HPP_
 #define LARDER_RUNTIME_NODE_NODE_TABLE_HPP_
 
@@ -53,6 +54,11 @@ class NodeTable {
   Found acquire(const Key& key, std::chrono::milliseconds timeout);
   // The answer if READY, without claiming or waiting.
   Found find(const Key& key) const;
+  // Renewal of a READY entry whose answer is `seen`: claims it for the caller (kClaimed: publish
+  // the new answer, or `seen` again, with publish(); readers wait meanwhile); when another rank
+  // has renewed it already, its answer (kReady); when another rank is renewing it, waits up to
+  // `timeout` for that. kFull: the key has no entry here; kFailed: its entry failed.
+  Found renew(const Key& key, const Payload& seen, std::chrono::milliseconds timeout);
   void publish(std::uint32_t slot, const Payload& payload);
   void fail(std::uint32_t slot);
 
@@ -63,6 +69,13 @@ class NodeTable {
   struct Entry;
   NodeTable(std::string path, Entry* entries, std::uint32_t count, std::size_t bytes);
   static std::size_t bytes_for(std::uint32_t entries) noexcept;
+  static void store_payload(Entry& e, const Payload& payload) noexcept;
+  // Copies a READY entry's answer into f; false when a renewal was writing it meanwhile.
+  static bool load_payload(const Entry& e, Found* f) noexcept;
+  // Waits while the entry is RESOLVING (marks it FAILED when its resolver died); its state.
+  static std::uint32_t wait_resolved(Entry& e, std::chrono::steady_clock::time_point deadline,
+                                     bool* timed_out) noexcept;
+  Entry* entry_of(const Key& key, std::uint32_t* slot) const noexcept;
 
   std::string path_;
   Entry* table_ = nullptr;

@@ -226,5 +226,22 @@ TEST_F(CollectiveCacheTest, FinalizeRemovesTheJobsNodeFiles) {
   }
 }
 
+// Start-up agrees after every collective step: a rank that cannot create its arena (a full or
+// missing /dev/shm) makes every rank fail larder_init with the same error, nobody waits, and
+// reads go to the file system with the right bytes.
+TEST_F(CollectiveCacheTest, ARankThatCannotStartTurnsTheCacheOffOnEveryRank) {
+  if (rank() == size() - 1) set_env("LARDER_SHM_DIR", data("../no-such-shm"));
+  make_file("y", 3 * chunk_size + 5, 12);
+  ::setenv("LARDER_CHUNK", std::to_string(chunk_size).c_str(), 1);
+  EXPECT_NE(larder_init(MPI_COMM_WORLD), LARDER_OK);
+  // The failing rank says why; the others name the rank that failed.
+  const std::string why = larder_last_error();
+  EXPECT_NE(why.find(rank() == size() - 1 ? "no-such-shm" : "could not start"), std::string::npos)
+      << why;
+  ASSERT_EQ(read_through_larder(data("y")), read_whole(data("y")));
+  EXPECT_EQ(larder_finalize(), LARDER_ERR_NOT_INITIALIZED);  // nothing started, nothing to stop
+  barrier();
+}
+
 }  // namespace
 }  // namespace larder::testing

@@ -37,6 +37,7 @@ class CacheHarness {
     parts.pfs = &pfs;
     parts.directory = &directory;
     parts.tiers = &tiers;
+    parts.clock = [this] { return now; };  // moved by the tests, never by time passing
     cache = std::make_unique<Cache>(std::move(parts));
   }
 
@@ -49,7 +50,7 @@ class CacheHarness {
   CachedFile open(const std::string& p) {
     auto record = cache->lookup(p);
     if (!record.ok() || record->error != 0) throw std::runtime_error("lookup failed for " + p);
-    return CachedFile{p, record->file, record->meta.size};
+    return CachedFile::of(p, *record);
   }
 
   std::vector<std::byte> read(const CachedFile& f, std::uint64_t offset, std::size_t length) {
@@ -62,6 +63,15 @@ class CacheHarness {
 
   std::uint64_t count(Counter c) const { return stats.snapshot().get(c); }
 
+  // Rewrites `p` in place with other bytes of the same size, and moves its mtime (a rewrite
+  // within one clock tick of the file system would otherwise look the same to stat).
+  void rewrite(const std::string& p, std::uint64_t size, std::uint64_t seed) {
+    testing::write_data_file(p, size, seed);
+    const timespec times[2] = {{0, UTIME_OMIT}, {static_cast<time_t>(seed) * 1000, 0}};
+    if (::utimensat(AT_FDCWD, p.c_str(), times, 0) != 0) throw std::runtime_error("utimensat");
+  }
+
+  std::int64_t now = 1'000'000;  // the cache's clock, seconds
   testing::TempDir data{"larder-data"};
   testing::TempDir arenas{"larder-arena"};
   Config config;
@@ -170,6 +180,94 @@ TEST(CacheTest, MetadataIsLookedUpOncePerPathIncludingMissingOnes) {
   ASSERT_TRUE(notdir.ok());
   EXPECT_EQ(notdir->error, ENOTDIR);
   EXPECT_EQ(h.count(Counter::pfs_stat_ops), 3u);
+}
+
+TEST(CacheTest, AFileChangedInPlaceIsReadFromTheFileSystemOnceItsAnswerIsRevalidated) {
+  CacheHarness h;
+  h.config.revalidate = std::chrono::seconds(10);
+  const std::uint64_t size = 3 * kChunk + 17;
+  const std::string p = h.make_file("data.bin", size, 1);
+  const auto before = testing::read_whole(p);
+  EXPECT_EQ(h.read(h.open(p), 0, size), before);
+
+  h.rewrite(p, size, 2);
+  const auto after = testing::read_whole(p);
+  ASSERT_NE(before, after);
+  // Within the period the job's answer holds (documented): no stat, the cached bytes.
+  h.now += 9;
+  EXPECT_EQ(h.read(h.open(p), 0, size), before);
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 1u);
+
+  // After it, the answer is checked again: the file changed, so its cached chunks are not used.
+  h.now += 1;
+  const CachedFile changed = h.open(p);
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 2u);
+  EXPECT_EQ(h.count(Counter::meta_revalidations), 1u);
+  EXPECT_EQ(h.count(Counter::meta_changed), 1u);
+  EXPECT_EQ(h.read(changed, 0, size), after);
+  EXPECT_EQ(h.read(changed, kChunk - 5, 2 * kChunk),
+            testing::direct_read(p, kChunk - 5, 2 * kChunk));
+  EXPECT_GE(h.count(Counter::stale_chunks), 4u);
+  // The renewed answer is fresh for another period: no more stats.
+  h.now += 5;
+  EXPECT_EQ(h.read(h.open(p), 0, size), after);
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 2u);
+}
+
+TEST(CacheTest, AnUnchangedFileKeepsItsCachedChunksAfterRevalidation) {
+  CacheHarness h;
+  h.config.revalidate = std::chrono::seconds(10);
+  const std::string p = h.make_file("same.bin", 2 * kChunk, 3);
+  EXPECT_EQ(h.read(h.open(p), 0, 2 * kChunk), testing::read_whole(p));
+  const auto reads = h.count(Counter::pfs_read_ops);
+  h.now += 100;
+  EXPECT_EQ(h.read(h.open(p), 0, 2 * kChunk), testing::read_whole(p));
+  EXPECT_EQ(h.count(Counter::meta_revalidations), 1u);
+  EXPECT_EQ(h.count(Counter::meta_changed), 0u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), reads);  // every byte still from the cache
+}
+
+TEST(CacheTest, AMissingPathAppearsOnceItsAnswerIsRevalidated) {
+  CacheHarness h;
+  h.config.revalidate = std::chrono::seconds(10);
+  const std::string dir = path::real_path_or_empty(h.data.path());
+  const std::string p = dir + "/late";
+  auto missing = h.cache->lookup(p);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(missing->error, ENOENT);
+  auto listing = h.cache->list(dir);
+  ASSERT_TRUE(listing.ok());
+  const std::uint64_t entries = (*listing)->count;  // "." and ".." too
+
+  h.make_file("late", kChunk + 3, 4);
+  h.now += 9;
+  EXPECT_EQ(h.cache->lookup(p)->error, ENOENT);  // the rule: one period at most
+  h.now += 1;
+  auto found = h.cache->lookup(p);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->error, 0);
+  EXPECT_EQ(h.count(Counter::meta_changed), 1u);
+  const CachedFile f = h.open(p);
+  EXPECT_EQ(h.read(f, 0, kChunk + 3), testing::read_whole(p));
+  const auto reads = h.count(Counter::pfs_read_ops);
+  EXPECT_EQ(h.read(f, 0, kChunk + 3), testing::read_whole(p));
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), reads);  // a file that appeared is cached as usual
+  auto relisted = h.cache->list(dir);
+  ASSERT_TRUE(relisted.ok());
+  EXPECT_EQ((*relisted)->count, entries + 1);
+}
+
+TEST(CacheTest, RevalidationOffKeepsTheJobsFirstAnswer) {
+  CacheHarness h;
+  h.config.revalidate = std::chrono::seconds(0);
+  const std::string p = h.make_file("fixed.bin", kChunk, 5);
+  const auto before = testing::read_whole(p);
+  EXPECT_EQ(h.read(h.open(p), 0, kChunk), before);
+  h.rewrite(p, kChunk, 6);
+  h.now += 1'000'000;
+  EXPECT_EQ(h.read(h.open(p), 0, kChunk), before);
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 1u);
+  EXPECT_EQ(h.count(Counter::meta_revalidations), 0u);
 }
 
 TEST(CacheTest, AListingResolvesItsEntriesAndLoadsItsSmallFilesAhead) {

@@ -40,6 +40,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
                   {"LARDER_NODE_SIZE", "2"},
                   {"LARDER_DIR_SLOTS", "1024"},
                   {"LARDER_TIMEOUT", "5"},
+                  {"LARDER_REVALIDATE", "off"},
                   {"LARDER_ENABLE", "yes"}});
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   ASSERT_EQ(c->prefixes.size(), 2u);
@@ -55,6 +56,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(c->node_size, 2);
   EXPECT_EQ(c->dir_slots, 1024u);
   EXPECT_EQ(c->wait_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(c->revalidate, std::chrono::seconds(0));
 }
 
 TEST(ConfigTest, DisableIsExplicitNotJustSet) {
@@ -103,6 +105,13 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_NODE_SIZE", "two", "positive rank count"},
                       BadCase{"LARDER_DIR_SLOTS", "8", "between 64 and"},
                       BadCase{"LARDER_TIMEOUT", "0", "seconds"},
+                      BadCase{"LARDER_REVALIDATE", "soon", "0 or off (never)"},
+                      BadCase{"LARDER_REVALIDATE", "90000", "to 86400"},
+                      BadCase{"LARDER_FANOUT", "0", "from 1 to 1024"},
+                      BadCase{"LARDER_LIST_AHEAD", "-3", "from 0 (off)"},
+                      BadCase{"LARDER_SMALL_FILE", "big", "K, M, G or T"},
+                      BadCase{"LARDER_NODE_SLOTS", "1", "between 64 and"},
+                      BadCase{"LARDER_SHM_DIR", "shm", "absolute directory path"},
                       BadCase{"LARDER_ENABLE", "maybe", "1, 0, true, false"}));
 
 TEST(ConfigTest, LexicalManagementIsByWholeComponents) {
