@@ -155,7 +155,7 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   if (!place.ok()) return Loaded{};  // no room: everyone reads the PFS
   Arena* arena = tiers_.get(place->tier);
   std::span<std::byte> dst(arena->data() + place->offset, length);
-  auto n = pfs_.read(file.path, index * config_.chunk_size, dst);
+  auto n = pfs_.read(file.path, file.version, index * config_.chunk_size, dst);
   if (!n.ok()) {
     Loaded l;
     l.answer.kind = Answer::Kind::kError;
@@ -237,7 +237,7 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
 
 Result<std::size_t> Cache::read_direct(const CachedFile& file, std::uint64_t offset,
                                        std::span<std::byte> into) {
-  return pfs_.read(file.path, offset, into);
+  return pfs_.read(file.path, file.version, offset, into);
 }
 
 }  // namespace larder

@@ -28,9 +28,12 @@ class FileSystem {
   // errno stat() would have set (ENOENT, ENOTDIR, EACCES, ELOOP...).
   virtual Result<ResolvedPath> resolve(const std::string& path) = 0;
   // Reads up to into.size() bytes at `offset` of the regular file `path`; fewer only at EOF.
-  // Failures carry the errno of open() or pread().
-  virtual Result<std::size_t> read(const std::string& path, std::uint64_t offset,
-                                   std::span<std::byte> into) = 0;
+  // `version` is the file's version the caller knows (file_version(): inode, size, times; 0:
+  // none): an implementation that keeps files open reuses a descriptor only for the same
+  // version, so a file replaced under its name is opened again. Failures carry the errno of
+  // open() or pread().
+  virtual Result<std::size_t> read(const std::string& path, std::uint64_t version,
+                                   std::uint64_t offset, std::span<std::byte> into) = 0;
   // lstat() of `path` (the link itself when the last component is a symlink). Implementations
   // that cannot answer return kUnavailable; callers then ask the file system themselves.
   virtual Result<FileMeta> lstat(const std::string& path) {

@@ -37,9 +37,13 @@ Result<ResolvedPath> PosixFileSystem::resolve(const std::string& path) {
   return out;
 }
 
-Result<std::shared_ptr<UniqueFd>> PosixFileSystem::open_cached(const std::string& path) {
+Result<std::shared_ptr<UniqueFd>> PosixFileSystem::open_cached(const std::string& path,
+                                                               std::uint64_t version) {
+  std::string name = path;
+  name += '\0';
+  name += std::to_string(version);
   std::lock_guard lock(mu_);
-  if (auto it = open_.find(path); it != open_.end()) {
+  if (auto it = open_.find(name); it != open_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second.position);
     return it->second.fd;
   }
@@ -50,14 +54,14 @@ Result<std::shared_ptr<UniqueFd>> PosixFileSystem::open_cached(const std::string
     open_.erase(lru_.back());  // readers still holding the shared_ptr keep it open
     lru_.pop_back();
   }
-  lru_.push_front(path);
-  open_.emplace(path, Entry{fd, lru_.begin()});
+  lru_.push_front(name);
+  open_.emplace(name, Entry{fd, lru_.begin()});
   return fd;
 }
 
-Result<std::size_t> PosixFileSystem::read(const std::string& path, std::uint64_t offset,
-                                          std::span<std::byte> into) {
-  auto fd = open_cached(path);
+Result<std::size_t> PosixFileSystem::read(const std::string& path, std::uint64_t version,
+                                          std::uint64_t offset, std::span<std::byte> into) {
+  auto fd = open_cached(path, version);
   if (!fd.ok()) return fd.status();
   stats_.add(Counter::pfs_read_ops);
   const ssize_t n =

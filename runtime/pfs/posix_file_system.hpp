@@ -21,13 +21,14 @@ class PosixFileSystem final : public FileSystem {
   explicit PosixFileSystem(Stats& stats, std::size_t max_open_files = 64);
 
   Result<ResolvedPath> resolve(const std::string& path) override;
-  Result<std::size_t> read(const std::string& path, std::uint64_t offset,
+  Result<std::size_t> read(const std::string& path, std::uint64_t version, std::uint64_t offset,
                            std::span<std::byte> into) override;
   Result<FileMeta> lstat(const std::string& path) override;
   Result<std::vector<std::byte>> list(const std::string& path) override;
 
  private:
-  Result<std::shared_ptr<UniqueFd>> open_cached(const std::string& path);
+  // A descriptor of `path` opened for `version`, from the cache or opened now.
+  Result<std::shared_ptr<UniqueFd>> open_cached(const std::string& path, std::uint64_t version);
 
   Stats& stats_;
   const std::size_t max_open_files_;
@@ -37,7 +38,7 @@ class PosixFileSystem final : public FileSystem {
     std::shared_ptr<UniqueFd> fd;
     std::list<std::string>::iterator position;
   };
-  std::unordered_map<std::string, Entry> open_;  // guarded by mu_
+  std::unordered_map<std::string, Entry> open_;  // by path and version; guarded by mu_
 };
 
 }  // namespace larder

@@ -102,7 +102,7 @@ class HoldingFileSystem final : public FileSystem {
   Result<std::vector<std::byte>> list(const std::string& path) override {
     return real_->list(path);
   }
-  Result<std::size_t> read(const std::string& path, std::uint64_t offset,
+  Result<std::size_t> read(const std::string& path, std::uint64_t version, std::uint64_t offset,
                            std::span<std::byte> into) override {
     if (path == held_) {
       touch(marks_ + "/holding");
@@ -112,7 +112,7 @@ class HoldingFileSystem final : public FileSystem {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
     }
-    return real_->read(path, offset, into);
+    return real_->read(path, version, offset, into);
   }
 
  private:

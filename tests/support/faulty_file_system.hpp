@@ -19,10 +19,10 @@ class FaultyFileSystem final : public FileSystem {
     if (int e = fail_resolve_with.load(); e != 0) return from_errno(e, "injected resolve failure");
     return real_.resolve(path);
   }
-  Result<std::size_t> read(const std::string& path, std::uint64_t offset,
+  Result<std::size_t> read(const std::string& path, std::uint64_t version, std::uint64_t offset,
                            std::span<std::byte> into) override {
     if (int e = fail_reads_with.load(); e != 0) return from_errno(e, "injected read failure");
-    return real_.read(path, offset, into);
+    return real_.read(path, version, offset, into);
   }
   Result<FileMeta> lstat(const std::string& path) override { return real_.lstat(path); }
   Result<std::vector<std::byte>> list(const std::string& path) override { return real_.list(path); }

@@ -257,6 +257,56 @@ TEST(CacheTest, AMissingPathAppearsOnceItsAnswerIsRevalidated) {
   EXPECT_EQ((*relisted)->count, entries + 1);
 }
 
+// Each way a file can change between two reads of a job: after one period the reads give what
+// the file system has now (bytes, or its errno), never the cached bytes of the old file.
+enum class Change { kRewritten, kGrown, kShrunk, kReplacedByRename, kRemoved };
+
+class ChangedFileTest : public ::testing::TestWithParam<Change> {};
+
+TEST_P(ChangedFileTest, ReadsGiveWhatTheFileSystemHasAfterOnePeriod) {
+  CacheHarness h;
+  h.config.revalidate = std::chrono::seconds(10);
+  const std::uint64_t size = 2 * kChunk + 100;
+  const std::string p = h.make_file("f.bin", size, 7);
+  EXPECT_EQ(h.read(h.open(p), 0, size), testing::read_whole(p));
+  switch (GetParam()) {
+    case Change::kRewritten:
+      h.rewrite(p, size, 8);
+      break;
+    case Change::kGrown:
+      h.rewrite(p, size + kChunk, 9);
+      break;
+    case Change::kShrunk:
+      h.rewrite(p, kChunk / 2, 10);
+      break;
+    case Change::kReplacedByRename: {
+      const std::string tmp = h.make_file("f.tmp", size, 11);
+      ASSERT_EQ(::rename(tmp.c_str(), p.c_str()), 0);
+      break;
+    }
+    case Change::kRemoved:
+      ASSERT_EQ(::unlink(p.c_str()), 0);
+      break;
+  }
+  h.now += 10;
+  auto record = h.cache->lookup(p);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(h.count(Counter::meta_changed), 1u);
+  if (GetParam() == Change::kRemoved) {
+    EXPECT_EQ(record->error, ENOENT);
+    return;
+  }
+  ASSERT_EQ(record->error, 0);
+  const CachedFile f = CachedFile::of(p, *record);
+  EXPECT_EQ(f.size, testing::read_whole(p).size());
+  EXPECT_EQ(h.read(f, 0, f.size), testing::read_whole(p));
+  EXPECT_EQ(h.read(f, 0, f.size), testing::read_whole(p));  // and again
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryChange, ChangedFileTest,
+                         ::testing::Values(Change::kRewritten, Change::kGrown, Change::kShrunk,
+                                           Change::kReplacedByRename, Change::kRemoved));
+
 TEST(CacheTest, RevalidationOffKeepsTheJobsFirstAnswer) {
   CacheHarness h;
   h.config.revalidate = std::chrono::seconds(0);
