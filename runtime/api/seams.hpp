@@ -6,6 +6,7 @@
 #ifndef LARDER_RUNTIME_API_SEAMS_HPP_
 #define LARDER_RUNTIME_API_SEAMS_HPP_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
@@ -24,6 +25,9 @@ struct Seams {
   // This rank's UCX endpoint to that rank is connected to a worker that no longer exists (the
   // peer's process died): every operation on it fails.
   int ucx_dead_peer = -1;
+  // The cache's wall clock in seconds (the age of answers, LARDER_REVALIDATE): tests move it
+  // instead of waiting.
+  std::function<std::int64_t()> clock;
 };
 
 }  // namespace larder

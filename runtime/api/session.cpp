@@ -65,6 +65,7 @@ void Session::build_node_table() {
 }
 
 void Session::apply_seams(const Seams& seams) {
+  clock_ = seams.clock;
   if (seams.file_system) pfs_ = seams.file_system(std::move(pfs_));
   if (seams.directory && directory_view_ != nullptr) {
     directory_seam_ = seams.directory(*directory_view_);
@@ -89,6 +90,7 @@ void Session::build_cache() {
   parts.node = node_table_.get();
   parts.load = load_.get();
   parts.topology = topology_;
+  parts.clock = clock_;
   cache_ = std::make_unique<Cache>(std::move(parts));
 }
 

@@ -105,6 +105,7 @@ class Session final : public FileService {
   // Tests' fakes in front of the directory and the transport (seams.hpp); null otherwise.
   std::unique_ptr<Directory> directory_seam_;
   std::unique_ptr<Transport> transport_seam_;
+  std::function<std::int64_t()> clock_;      // Seams::clock (empty: the real clock)
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;
   FileTable files_;
