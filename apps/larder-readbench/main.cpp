@@ -2,11 +2,17 @@
 //
 //   mpiexec.mpich -n 2 larder-readbench tiers        self/node/remote hits vs memcpy, 4K..64M
 //   mpiexec.mpich -n 2 larder-readbench transports   remote hits over ucx and mpi, 4K..64M
+//   mpiexec.mpich -n 2 larder-readbench idle         CPU a rank uses while it sleeps, without
+//                                                    and with Larder running (its threads' cost)
 //
 // Every figure comes from the same run; ratios are printed next to the figures. --json writes
 // the raw samples (used by transport_report.py to add ucx_perftest's figures).
+#include <fcntl.h>
+#include <larder/larder.h>
 #include <mpi.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <algorithm>
@@ -58,6 +64,7 @@ struct Args {
   std::uint64_t bytes = 0;
   std::uint64_t footprint = 0;
   std::string json;
+  unsigned seconds = 10;
 };
 
 Plan plan_for(const Args& a, std::uint64_t size, const std::string& transport) {
@@ -124,6 +131,64 @@ nlohmann::json run_transports(const Args& a, int rank) {
   return out;
 }
 
+double cpu_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// CPU time of this process (all its threads) while the application sleeps `seconds`.
+double idle_cpu(unsigned seconds) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double before = cpu_seconds();
+  ::sleep(seconds);
+  return cpu_seconds() - before;
+}
+
+// The cost of Larder's threads on a rank that does nothing: the same sleep without Larder,
+// then with it started (after one cached read, so its transport is connected), per transport.
+nlohmann::json run_idle(const Args& a, int rank) {
+  const std::string file = a.dir + "/idle.bin";
+  if (rank == 0) {
+    std::vector<char> data(1 << 20, 'x');
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::write(fd, data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+      throw std::runtime_error("cannot write " + file);
+    }
+    ::close(fd);
+  }
+  const double plain = idle_cpu(a.seconds);
+  nlohmann::json out = {{"seconds", a.seconds}, {"plain_cpu_s", plain}};
+  for (const char* transport : {"ucx", "mpi"}) {
+    ::setenv("LARDER_PREFIX", a.dir.c_str(), 1);
+    ::setenv("LARDER_NODE_SIZE", "1", 1);
+    ::setenv("LARDER_TRANSPORT", transport, 1);
+    if (larder_init(MPI_COMM_WORLD) != LARDER_OK) {
+      throw std::runtime_error(std::string("larder_init: ") + larder_last_error());
+    }
+    std::vector<char> buf(1 << 20);
+    const int fd = larder_open(file.c_str(), O_RDONLY);
+    if (fd >= 0) {
+      (void)larder_pread(fd, buf.data(), buf.size(), 0);
+      larder_close(fd);
+    }
+    const double cached = idle_cpu(a.seconds);
+    larder_finalize();
+    double most = 0;
+    MPI_Reduce(&cached, &most, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      fmt::print(
+          "{:>4}: idle {} s: CPU {:.3f} s without Larder, {:.3f} s with it (busiest rank), "
+          "{:.2f} % of a core\n",
+          transport, a.seconds, plain, most, 100.0 * most / a.seconds);
+      std::fflush(stdout);
+    }
+    out[transport] = {{"cpu_s", most}};
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -134,8 +199,10 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   Args a;
   std::string sizes = "4K,16K,64K,256K,1M,4M,16M,64M", bytes = "1G", footprint = "256M";
-  po::options_description desc("larder-readbench MODE (tiers | transports) [options]");
-  desc.add_options()("help,h", "show this help")("mode", po::value(&a.mode), "tiers or transports")(
+  po::options_description desc("larder-readbench MODE (tiers | transports | idle) [options]");
+  desc.add_options()("help,h", "show this help")("mode", po::value(&a.mode),
+                                                 "tiers, transports or idle")(
+      "seconds", po::value(&a.seconds)->default_value(a.seconds), "idle: how long to sleep")(
       "dir", po::value(&a.dir)->default_value("/tmp/larder-readbench"),
       "directory for the test files")("sizes", po::value(&sizes)->default_value(sizes),
                                       "comma-separated read (= chunk) sizes")(
@@ -154,8 +221,8 @@ int main(int argc, char** argv) {
       MPI_Finalize();
       return vm.count("help") ? 0 : 2;
     }
-    if (a.mode != "tiers" && a.mode != "transports")
-      throw std::invalid_argument("MODE must be tiers or transports");
+    if (a.mode != "tiers" && a.mode != "transports" && a.mode != "idle")
+      throw std::invalid_argument("MODE must be tiers, transports or idle");
     if (size < 2) throw std::invalid_argument("run with at least 2 ranks (mpiexec -n 2)");
     for (std::size_t s = 0; s < sizes.size();) {
       const std::size_t e = sizes.find(',', s);
@@ -172,7 +239,9 @@ int main(int argc, char** argv) {
   if (rank == 0) ::mkdir(a.dir.c_str(), 0755);
   nlohmann::json results;
   try {
-    results = a.mode == "tiers" ? run_tiers(a, rank) : run_transports(a, rank);
+    results = a.mode == "tiers"        ? run_tiers(a, rank)
+              : a.mode == "transports" ? run_transports(a, rank)
+                                       : run_idle(a, rank);
   } catch (const std::exception& e) {
     fmt::print(stderr, "larder-readbench: rank {}: {}\n", rank, e.what());
     MPI_Abort(MPI_COMM_WORLD, 1);

@@ -30,6 +30,11 @@ class FileService {
   virtual Result<std::shared_ptr<const Listing>> list(const std::string& path) = 0;
   virtual Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
                                    std::uint64_t offset) = 0;
+  // The name of this node's whole copy of `file` (Cache::node_file), for mmap; not OK when
+  // there is none (worker processes have none yet: they map a private copy).
+  virtual Result<std::string> node_file(const CachedFile& /*file*/) {
+    return Status(Errc::kUnavailable, 0, "no node files here");
+  }
 };
 
 }  // namespace larder

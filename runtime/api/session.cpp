@@ -1,9 +1,11 @@
 #include "runtime/api/session.hpp"
 
+#include <cerrno>
 #include <chrono>
 
 #include "mpi_transport/mpi_job.hpp"
 #include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
 #include "runtime/common/units.hpp"
 #include "runtime/directory/local_directory.hpp"
 #include "runtime/pfs/posix_file_system.hpp"
@@ -24,6 +26,15 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
     auto arena = Arena::create(job_dir_.arena_path(topology_.rank, Tier::kMem), mem_share);
     if (!arena.ok()) return arena.status();
     tiers_.set(Tier::kMem, std::move(*arena));
+    // Node files (Cache::node_file) of this node (a real or an emulated one), beside the arenas.
+    const int node =
+        topology_.node_of.empty() ? 0 : topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+    const std::string files = job_dir_.shm_job_dir() + "/files-" + std::to_string(node);
+    if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) {
+      node_files_dir_ = files;
+    } else {
+      LARDER_LOG_INFO("no node files: cannot create {}: {}", files, log::errno_text(errno));
+    }
   }
   if (disk_share > 0) {
     auto arena = Arena::create(job_dir_.arena_path(topology_.rank, Tier::kDisk), disk_share);
@@ -91,6 +102,7 @@ void Session::build_cache() {
   parts.load = load_.get();
   parts.topology = topology_;
   parts.clock = clock_;
+  parts.node_files_dir = node_files_dir_;
   cache_ = std::make_unique<Cache>(std::move(parts));
 }
 
@@ -180,6 +192,10 @@ Result<std::size_t> Session::read(const CachedFile& file, std::span<std::byte> i
   auto n = cache_->read(file, into, offset);
   stats_.record_app_read(n.ok() ? *n : 0, start);
   return n;
+}
+
+Result<std::string> Session::node_file(const CachedFile& file) {
+  return cache_->node_file(file);
 }
 
 Result<StageTotals> Session::stage(std::span<const std::string> roots) {

@@ -63,6 +63,7 @@ class Session final : public FileService {
   Result<std::shared_ptr<const Listing>> list(const std::string& path) override;
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
                            std::uint64_t offset) override;
+  Result<std::string> node_file(const CachedFile& file) override;
   // Collective: loads the trees under `roots` into the job's cache, spread over the ranks
   // (runtime/api/stage.hpp). The totals are the job's, the same on every rank.
   Result<StageTotals> stage(std::span<const std::string> roots);
@@ -106,6 +107,7 @@ class Session final : public FileService {
   std::unique_ptr<Directory> directory_seam_;
   std::unique_ptr<Transport> transport_seam_;
   std::function<std::int64_t()> clock_;      // Seams::clock (empty: the real clock)
+  std::string node_files_dir_;               // Cache::node_file's directory (empty: none)
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;
   FileTable files_;

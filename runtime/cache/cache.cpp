@@ -29,7 +29,8 @@ Cache::Cache(CacheParts parts)
       load_(parts.load),
       topology_(std::move(parts.topology)),
       nodes_(static_cast<std::uint64_t>(topology_.node_count())),
-      clock_(std::move(parts.clock)) {}
+      clock_(std::move(parts.clock)),
+      node_files_dir_(std::move(parts.node_files_dir)) {}
 
 bool Cache::memo_find(const Key& key, Payload* out) {
   std::shared_lock lock(memo_mu_);

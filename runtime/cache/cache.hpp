@@ -64,6 +64,8 @@ struct CacheParts {
   NodeTable* node = nullptr;           // null: every rank resolves for itself (no node table)
   PeerLoad* load = nullptr;            // null: no per-peer accounting
   Topology topology;
+  // Where node files live (node_file()); empty: no node files.
+  std::string node_files_dir;
   // Wall-clock seconds, for the age of answers (LARDER_REVALIDATE); null: CLOCK_REALTIME. Tests
   // pass their own clock and move it.
   std::function<std::int64_t()> clock;
@@ -102,6 +104,14 @@ class Cache {
   // the application's read: the caller counts that (Session::read for this rank's own reads, a
   // worker for its own), so a worker's read served by its rank is counted once.
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into, std::uint64_t offset);
+
+  // The name of a node file: a whole copy of `file` on this node (in the job's memory-tier
+  // directory, counted against LARDER_MEM), made once per node by the first process that asks
+  // (filled through read(): the PFS once per job, the network once per node) while the others
+  // wait, and published only whole. mmap maps it, so the kernel's page cache holds the file once
+  // for every process of the node. kUnavailable (and the like) when it cannot be made: the
+  // caller does without (docs/architecture.md, "Node files").
+  Result<std::string> node_file(const CachedFile& file);
 
   // Finalize has begun: from now on no call makes a directory or transport operation (a read
   // still in flight after the drain must not touch MPI); everything goes to the PFS.
@@ -203,6 +213,11 @@ class Cache {
   // this rank's arena, all at once; each payload becomes the local copy (or stays the origin's).
   void copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which);
 
+  // node files (cache_files.cpp)
+  Result<std::string> node_file_made(const CachedFile& file, const std::string& name,
+                                     const Key& key);
+  Status build_node_file(const CachedFile& file, const std::string& name);
+
   // node copies and fan-out (cache_copy.cpp)
   Result<Payload> localize_chunk(const Key& key, const Payload& origin, std::uint64_t ticket);
   Result<ChunkRecord> copy_from(const ChunkRecord& source, const ChunkRecord& into);
@@ -229,6 +244,7 @@ class Cache {
   const Topology topology_;
   const std::uint64_t nodes_;  // topology_.node_count(), for the fan-out tree's shape
   const std::function<std::int64_t()> clock_;
+  const std::string node_files_dir_;
   std::atomic<bool> closing_{false};  // acquire/release: see begin_close()
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so

@@ -32,7 +32,8 @@ enum class KeyKind : std::uint8_t {
   kChunk = 2,
   kListing = 3,
   kLinkPath = 4,
-  kHolder = 5,  // a node's copy of a chunk: where it sits, for the nodes it serves (fan-out)
+  kHolder = 5,    // a node's copy of a chunk: where it sits, for the nodes it serves (fan-out)
+  kNodeFile = 6,  // a whole file copied to a node (node tables only): its name is derived
 };
 
 // The identity of a file's contents: the hash of its canonical path.

@@ -1,9 +1,15 @@
-// mmap of a managed descriptor: a private anonymous mapping filled through the cache, then given
-// the protection asked for. Files are immutable for the job, so a read-only MAP_SHARED mapping
-// and this copy cannot be told apart; a writable shared mapping needs a writable descriptor
-// (EACCES, as the kernel says for a read-only one).
+// mmap of a managed descriptor. First choice: the node file (Cache::node_file), a whole copy of
+// the file on this node that every process of the node maps, so the kernel's page cache holds it
+// once; the mapping is made exactly as asked (MAP_SHARED or MAP_PRIVATE, copy-on-write for
+// private writes, any length: past the end of the file the kernel behaves as for the PFS's file).
+// When there is no node file (a worker process, no room, any failure): a private anonymous
+// mapping filled through the cache, then given the protection asked for. A writable shared
+// mapping needs a writable descriptor (EACCES, as the kernel says for a read-only one).
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "runtime/common/sys.hpp"
 
 #include "runtime/preload/ucx_hooks.hpp"
 #include "runtime/preload/wrap.hpp"
@@ -34,6 +40,17 @@ std::optional<void*> serve_mmap(FileService& svc, void* addr, size_t len, int pr
   if ((type == MAP_SHARED || type == MAP_SHARED_VALIDATE) && (prot & PROT_WRITE) != 0) {
     errno = EACCES;
     return MAP_FAILED;
+  }
+  if (auto name = svc.node_file(file->file); name.ok()) {
+    const int node_fd = sys::open(name->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (node_fd >= 0) {
+      void* map = pass_mmap(addr, len, prot, flags, node_fd, offset);
+      const int err = errno;
+      sys::close(node_fd);
+      if (map != MAP_FAILED) return map;
+      errno = err;
+      if ((flags & MAP_FIXED) != 0) return MAP_FAILED;  // the kernel's answer for that address
+    }
   }
   const int anon_flags = (flags & ~MAP_TYPE) | MAP_PRIVATE | MAP_ANONYMOUS;
   void* map = pass_mmap(addr, len, PROT_READ | PROT_WRITE, anon_flags, -1, 0);

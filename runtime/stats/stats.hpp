@@ -53,7 +53,10 @@ namespace larder {
   X(node_ns, "node.ns")                       \
   X(meta_revalidations, "meta.revalidations") \
   X(meta_changed, "meta.changed")             \
-  X(stale_chunks, "stale_chunks")
+  X(stale_chunks, "stale_chunks")             \
+  X(node_files, "node.files")                 \
+  X(node_file_bytes, "node.file_bytes")       \
+  X(node_file_maps, "node.file_maps")
 
 enum class Counter : int {
 #define LARDER_STATS_ENUM(name, path) name,

@@ -75,6 +75,14 @@ Result<std::unique_ptr<Arena>> Arena::attach(const std::string& path) {
 }
 
 Result<std::uint64_t> Arena::allocate(std::uint64_t length) {
+  return take(length, true);
+}
+
+Result<std::uint64_t> Arena::reserve(std::uint64_t length) {
+  return take(length, false);
+}
+
+Result<std::uint64_t> Arena::take(std::uint64_t length, bool back) {
   if (!writable_) return Status(Errc::kInvalidArgument, EBADF, "arena is read-only");
   if (length == 0) length = 1;
   const std::uint64_t align = length >= kPage ? kPage : kSmallAlign;
@@ -89,6 +97,7 @@ Result<std::uint64_t> Arena::allocate(std::uint64_t length) {
       return Status(Errc::kNoSpace, ENOSPC, "arena " + path_ + " budget is used up");
     }
   } while (!next_.compare_exchange_weak(offset, start + length, std::memory_order_relaxed));
+  if (!back) return start;
   // Back the range with real pages now: a store into an unbacked page of a full tmpfs would
   // raise SIGBUS instead of returning ENOSPC.
   if (sys::fallocate(fd_.get(), 0, static_cast<off_t>(start), static_cast<off_t>(length)) != 0) {

@@ -39,6 +39,9 @@ class Arena {
   // Reserves `length` bytes and backs them with storage; kNoSpace when the budget or the file
   // system is full. Thread-safe. Returns the offset of the reserved bytes.
   Result<std::uint64_t> allocate(std::uint64_t length);
+  // Takes `length` bytes off the budget without backing them (node files, which live in files
+  // of their own, count against the tier's budget this way). kNoSpace when the budget is used.
+  Result<std::uint64_t> reserve(std::uint64_t length);
 
   std::byte* data() const noexcept { return base_; }
   std::uint64_t capacity() const noexcept { return capacity_; }
@@ -48,6 +51,7 @@ class Arena {
 
  private:
   Arena(std::string path, UniqueFd fd, std::byte* base, std::uint64_t capacity, bool writable);
+  Result<std::uint64_t> take(std::uint64_t length, bool back);
 
   std::string path_;
   UniqueFd fd_;

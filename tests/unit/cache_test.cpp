@@ -38,6 +38,7 @@ class CacheHarness {
     parts.directory = &directory;
     parts.tiers = &tiers;
     parts.clock = [this] { return now; };  // moved by the tests, never by time passing
+    parts.node_files_dir = arenas.path();
     cache = std::make_unique<Cache>(std::move(parts));
   }
 
@@ -306,6 +307,29 @@ TEST_P(ChangedFileTest, ReadsGiveWhatTheFileSystemHasAfterOnePeriod) {
 INSTANTIATE_TEST_SUITE_P(EveryChange, ChangedFileTest,
                          ::testing::Values(Change::kRewritten, Change::kGrown, Change::kShrunk,
                                            Change::kReplacedByRename, Change::kRemoved));
+
+TEST(CacheTest, ANodeFileIsOneWholeCopyMadeOnceAndCountedAgainstTheBudget) {
+  CacheHarness h(8 * kChunk);
+  const std::string p = h.make_file("mapped.bin", 3 * kChunk + 11, 12);
+  const CachedFile f = h.open(p);
+  auto name = h.cache->node_file(f);
+  ASSERT_TRUE(name.ok()) << name.status().to_string();
+  EXPECT_EQ(testing::read_whole(*name), testing::read_whole(p));
+  struct stat st {};
+  ASSERT_EQ(::stat(name->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0400u);  // whole, published, never written again
+  const auto reads = h.count(Counter::pfs_read_ops);
+  auto again = h.cache->node_file(f);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *name);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), reads);
+  EXPECT_EQ(h.count(Counter::node_files), 1u);
+  EXPECT_EQ(h.count(Counter::node_file_bytes), 3 * kChunk + 11);
+  // The file's chunks and its node file use 8 chunks of budget: a second file finds no room.
+  const std::string q = h.make_file("too-big.bin", 3 * kChunk, 13);
+  EXPECT_FALSE(h.cache->node_file(h.open(q)).ok());
+  EXPECT_EQ(h.count(Counter::node_files), 1u);
+}
 
 TEST(CacheTest, RevalidationOffKeepsTheJobsFirstAnswer) {
   CacheHarness h;

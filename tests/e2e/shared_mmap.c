@@ -1,0 +1,89 @@
+/* shared_mmap: every rank maps the same managed files (run by run_shared_mmap.py). Phases, with a
+ * barrier between them so every rank holds its mapping while the others measure:
+ *   whole   MAP_SHARED, PROT_READ of file 1: FNV-1a of its bytes; this process's anonymous and
+ *           proportional memory (smaps_rollup, kB) while all ranks hold it
+ *   private MAP_PRIVATE, PROT_READ|PROT_WRITE of file 1: the first 100 bytes written; this view
+ *           changed, a second mapping of the file does not see it
+ *   long    MAP_SHARED, PROT_READ of file 2 with a length of 1 TiB (LMDB's map_size): maps, and
+ *           its first bytes are the file's
+ * Output: lines to <out>.<rank>. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fnv.h"
+
+static long rollup_kb(const char* field) {
+  FILE* f = fopen("/proc/self/smaps_rollup", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long kb = -1;
+  const size_t n = strlen(field);
+  while (fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, field, n) == 0 && line[n] == ':') sscanf(line + n + 1, "%ld", &kb);
+  }
+  fclose(f);
+  return kb;
+}
+
+static off_t size_of(int fd) {
+  struct stat st;
+  return fstat(fd, &st) == 0 ? st.st_size : -1;
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (argc != 4) {
+    fprintf(stderr, "usage: shared_mmap OUT BIG SMALL\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  char name[4096];
+  snprintf(name, sizeof name, "%s.%d", argv[1], rank);
+  FILE* out = fopen(name, "w");
+  if (out == NULL) MPI_Abort(MPI_COMM_WORLD, 3);
+
+  const int big = open(argv[2], O_RDONLY);
+  const off_t size = size_of(big);
+  unsigned char* whole = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, big, 0);
+  if (whole == MAP_FAILED) {
+    fprintf(out, "whole rc=-1 errno=%d\n", errno);
+  } else {
+    fprintf(out, "whole hash=%016llx\n", (unsigned long long)fnv(whole, (size_t)size));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  /* every rank holds its mapping, every page touched */
+  fprintf(out, "memory anonymous_kb=%ld pss_kb=%ld\n", rollup_kb("Anonymous"), rollup_kb("Pss"));
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  unsigned char* priv = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE, big, 0);
+  unsigned char* again = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, big, 0);
+  if (priv == MAP_FAILED || again == MAP_FAILED || whole == MAP_FAILED) {
+    fprintf(out, "private rc=-1 errno=%d\n", errno);
+  } else {
+    memset(priv, 0x5a, 100);
+    const int mine = priv[0] == 0x5a && priv[99] == 0x5a && memcmp(priv + 100, whole + 100, 4096) == 0;
+    const int others = memcmp(again, whole, 100) == 0;
+    fprintf(out, "private written=%d unseen_elsewhere=%d\n", mine, others);
+  }
+
+  const int small = open(argv[3], O_RDONLY);
+  const off_t small_size = size_of(small);
+  unsigned char* lng = mmap(NULL, (size_t)1 << 40, PROT_READ, MAP_SHARED, small, 0);
+  if (lng == MAP_FAILED) {
+    fprintf(out, "long rc=-1 errno=%d\n", errno);
+  } else {
+    fprintf(out, "long hash=%016llx\n", (unsigned long long)fnv(lng, (size_t)small_size));
+  }
+  fclose(out);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return 0;
+}
