@@ -232,6 +232,20 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   return true;
 }
 
+Result<std::string> AgentClient::node_file(const CachedFile& file) {
+  if (fd_.load(std::memory_order_relaxed) < 0) return broken();
+  FileRequest req;
+  req.file = file.id;
+  req.size = file.size;
+  req.version = file.version;
+  auto reply = call(Op::kNodeFile, bytes_of(req), bytes_of(std::string_view(file.path)));
+  if (!reply.ok()) return reply.status();
+  if (reply->status != 0 || reply->body.empty()) {
+    return Status(Errc::kUnavailable, 0, "the agent has no node file for " + file.path);
+  }
+  return std::string(reinterpret_cast<const char*>(reply->body.data()), reply->body.size());
+}
+
 Result<std::size_t> AgentClient::read_inline(const CachedFile& file, std::uint64_t offset,
                                              std::span<std::byte> into) {
   FileRequest req;

@@ -36,6 +36,7 @@ class AgentClient final : public FileService {
   const Config& config() const noexcept override { return config_; }
   Result<PathRecord> lookup(const std::string& path) override;
   Result<PathRecord> lookup_link(const std::string& path) override;
+  Result<std::string> node_file(const CachedFile& file) override;
   Result<std::shared_ptr<const Listing>> list(const std::string& path) override;
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
                            std::uint64_t offset) override;

@@ -141,6 +141,14 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       }
       return send_message(fd, op, 0, std::span<const std::byte>(buf.data(), *n));
     }
+    case Op::kNodeFile: {
+      FileRequest req;
+      std::string path;
+      if (!split(body, &req, &path) || !allowed(*s, path)) return unavailable(fd, op);
+      auto name = s->node_file(CachedFile{path, req.file, req.size, req.version});
+      if (!name.ok()) return unavailable(fd, op);
+      return send_message(fd, op, 0, bytes_of(std::string_view(*name)));
+    }
     case Op::kArena: {
       ArenaRequest req;
       if (body.size() != sizeof req) return unavailable(fd, op);

@@ -20,16 +20,17 @@
 namespace larder::agent {
 
 inline constexpr char kEnvName[] = "LARDER_AGENT";
-inline constexpr std::uint32_t kVersion = 3;
+inline constexpr std::uint32_t kVersion = 4;
 
 enum class Op : std::uint32_t {
-  kHello = 1,   // body: u32 version                 -> HelloReply + worker stats file path
-  kLookup = 2,  // body: u8 follow, path             -> PathRecord
-  kList = 3,    // body: path                        -> ListReply + records
-  kPlace = 4,   // body: FileRequest, path           -> PlaceReply
-  kRead = 5,    // body: FileRequest, path           -> the bytes
-  kArena = 6,   // body: ArenaRequest                -> the arena file's path
-  kStats = 7,   // body: u64 counter deltas          (no reply; only without a stats slot)
+  kHello = 1,     // body: u32 version                 -> HelloReply + worker stats file path
+  kLookup = 2,    // body: u8 follow, path             -> PathRecord
+  kList = 3,      // body: path                        -> ListReply + records
+  kPlace = 4,     // body: FileRequest, path           -> PlaceReply
+  kRead = 5,      // body: FileRequest, path           -> the bytes
+  kArena = 6,     // body: ArenaRequest                -> the arena file's path
+  kStats = 7,     // body: u64 counter deltas          (no reply; only without a stats slot)
+  kNodeFile = 8,  // body: FileRequest, path         -> the node file's name (Cache::node_file)
 };
 
 // Reply status: 0, an errno of the file system (kRead), or kUnavailable: the agent cannot

@@ -1,10 +1,10 @@
 """e2e_shared_mmap: 4 ranks of one emulated node map the same managed files (shared_mmap.c): a
 256 MiB file MAP_SHARED, read-only, then MAP_PRIVATE and written, and a 1 MiB file with a 1 TiB
-mapping (LMDB's map_size). Under the preload every mapping maps the node's one copy of the file
-(a node file), so: the bytes equal the plain run's, each process's anonymous memory stays under
-32 MiB (a private copy would be 256 MiB per process), a private write is seen only by its
-writer, the 1 TiB mapping works, and the node made one node file per file from one PFS read of
-each byte."""
+mapping (LMDB's map_size); and a forked worker of each rank maps the big file. Under the
+preload every mapping maps the node's one copy of the file (a node file), so: the bytes equal
+the plain run's, each process's anonymous memory stays under 32 MiB (a private copy would be
+256 MiB per process), workers' too, a private write is seen only by its writer, the 1 TiB
+mapping works, and the node made one node file per file from one PFS read of each byte."""
 import argparse
 import os
 
@@ -69,6 +69,11 @@ def main():
               "a MAP_PRIVATE write is seen by its writer only")
         check(all(g["long"] == plain[0]["long"] for g in got),
               "a 1 TiB mapping of a 1 MiB file maps, with the file's bytes")
+        worker = [g["worker"] for g in got]
+        check(all(w.get("hash") == plain[0]["whole"]["hash"] for w in worker),
+              "a forked worker's mapping has the file's bytes")
+        check(all(int(w["anonymous_kb"]) < 32 << 10 for w in worker),
+              f"a worker maps the node file too ({[w['anonymous_kb'] for w in worker]} kB anonymous)")
         s = read_stats(stats)
         check(s["node"]["files"] == 2 and s["node"]["file_bytes"] == BIG + SMALL,
               f"one node file per file on the node ({s['node']['files']}, "

@@ -6,6 +6,8 @@
  *           changed, a second mapping of the file does not see it
  *   long    MAP_SHARED, PROT_READ of file 2 with a length of 1 TiB (LMDB's map_size): maps, and
  *           its first bytes are the file's
+ *   worker  a forked child (a DataLoader worker: served through its rank's agent) opens and maps
+ *           file 1: FNV-1a of its bytes, and its anonymous memory
  * Output: lines to <out>.<rank>. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fnv.h"
@@ -81,6 +84,24 @@ int main(int argc, char** argv) {
     fprintf(out, "long rc=-1 errno=%d\n", errno);
   } else {
     fprintf(out, "long hash=%016llx\n", (unsigned long long)fnv(lng, (size_t)small_size));
+  }
+  fflush(out);
+  const pid_t child = fork();
+  if (child == 0) {
+    const int fd = open(argv[2], O_RDONLY);
+    unsigned char* w = fd < 0 ? MAP_FAILED : mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+    if (w == MAP_FAILED) {
+      fprintf(out, "worker rc=-1 errno=%d\n", errno);
+    } else {
+      fprintf(out, "worker hash=%016llx anonymous_kb=%ld\n",
+              (unsigned long long)fnv(w, (size_t)size), rollup_kb("Anonymous"));
+    }
+    fclose(out);
+    _exit(0);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status)) {
+    fprintf(out, "worker rc=-1 errno=%d\n", errno);
   }
   fclose(out);
   MPI_Barrier(MPI_COMM_WORLD);
