@@ -2,9 +2,10 @@
 256 MiB file MAP_SHARED, read-only, then MAP_PRIVATE and written, and a 1 MiB file with a 1 TiB
 mapping (LMDB's map_size); and a forked worker of each rank maps the big file. Under the
 preload every mapping maps the node's one copy of the file (a node file), so: the bytes equal
-the plain run's, each process's anonymous memory stays under 32 MiB (a private copy would be
-256 MiB per process), workers' too, a private write is seen only by its writer, the 1 TiB
-mapping works, and the node made one node file per file from one PFS read of each byte."""
+the plain run's, each process's anonymous memory stays within 32 MiB of the plain run's (a
+private copy would add 256 MiB per process), workers' too, a private write is seen only by its
+writer, the 1 TiB mapping works, and the node made one node file per file from one PFS read of
+each byte."""
 import argparse
 import os
 
@@ -44,7 +45,12 @@ def main():
         write_random(small, SMALL)
 
         ref = os.path.join(job.root, "ref")
-        job.mpiexec(RANKS, [args.exe, ref, big, small], job.env(preload=False), timeout=120)
+        # The reference run is the plain program: under the asan preset, MPICH's allocations at
+        # init, whose library is unloaded before the leak check (no module to suppress by), are
+        # not Larder's; the run with the preload below keeps the leak check.
+        plain_env = job.env(preload=False)
+        plain_env["ASAN_OPTIONS"] = plain_env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+        job.mpiexec(RANKS, [args.exe, ref, big, small], plain_env, timeout=120)
         plain = [parse(f"{ref}.{r}") for r in range(RANKS)]
 
         stats = os.path.join(job.root, "stats.json")
@@ -58,9 +64,13 @@ def main():
             print(f"rank {r}: plain {plain[r]['memory']}, larder {got[r]['memory']}")
         check(all(g["whole"] == plain[0]["whole"] for g in got),
               "every rank's MAP_SHARED mapping has the bytes of the plain run")
-        anon = [int(g["memory"]["anonymous_kb"]) for g in got]
-        check(all(0 <= a < 32 << 10 for a in anon),
-              f"anonymous memory per process under 32 MiB while every rank maps 256 MiB ({anon} kB)")
+        # Over the plain run's (the sanitizers' own memory differs between builds): a private
+        # copy of the file would add 256 MiB.
+        base = max(int(p["memory"]["anonymous_kb"]) for p in plain)
+        anon = [int(g["memory"]["anonymous_kb"]) - base for g in got]
+        check(all(a < 32 << 10 for a in anon),
+              f"anonymous memory per process within 32 MiB of the plain run's while every rank "
+              f"maps 256 MiB ({anon} kB more)")
         pss = sum(int(g["memory"]["pss_kb"]) for g in got)
         plain_pss = sum(int(p["memory"]["pss_kb"]) for p in plain)
         print(f"node total (PSS of the {RANKS} ranks): plain {plain_pss >> 10} MiB, "
@@ -72,8 +82,9 @@ def main():
         worker = [g["worker"] for g in got]
         check(all(w.get("hash") == plain[0]["whole"]["hash"] for w in worker),
               "a forked worker's mapping has the file's bytes")
-        check(all(int(w["anonymous_kb"]) < 32 << 10 for w in worker),
-              f"a worker maps the node file too ({[w['anonymous_kb'] for w in worker]} kB anonymous)")
+        extra = [int(w["anonymous_kb"]) - base for w in worker]
+        check(all(a < 32 << 10 for a in extra),
+              f"a worker maps the node file too ({extra} kB more anonymous than plain)")
         s = read_stats(stats)
         check(s["node"]["files"] == 2 and s["node"]["file_bytes"] == BIG + SMALL,
               f"one node file per file on the node ({s['node']['files']}, "
