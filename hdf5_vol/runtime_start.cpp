@@ -24,7 +24,7 @@ struct StartState {
 };
 
 StartState& state() {
-  static StartState* const s = new StartState();  // never deleted: used from exit handlers
+  static auto* const s = new StartState();  // never deleted: used from exit handlers
   return *s;
 }
 

@@ -22,7 +22,7 @@ void MpiMessenger::on(Channel channel, Handler handler) {
 
 Status MpiMessenger::send(int to, Channel channel, std::span<const std::byte> body) {
   if (body.size() > kMaxMessage) {
-    return Status(Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage");
+    return {Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage"};
   }
   std::lock_guard lock(send_mu_);
   Pending& p = pending_.emplace_back();

@@ -72,11 +72,11 @@ larder::Lease own_session() noexcept {
 }
 
 Status not_running() {
-  return Status(Errc::kUnavailable, 0,
-                g_session_is_parents.load(std::memory_order_relaxed)
-                    ? "larder is not initialized in this process (a forked child: its parent's "
-                      "session is not usable here)"
-                    : "larder is not initialized");
+  return {Errc::kUnavailable, 0,
+          g_session_is_parents.load(std::memory_order_relaxed)
+              ? "larder is not initialized in this process (a forked child: its parent's "
+                "session is not usable here)"
+              : "larder is not initialized"};
 }
 
 // Copies `text` into `buf` as the stats calls promise (larder.h).

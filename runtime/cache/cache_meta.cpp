@@ -1,5 +1,5 @@
 // The Cache's metadata: the stat() answers of paths, and directory listings (cache.hpp).
-#include <time.h>
+#include <ctime>
 
 #include <cerrno>
 #include <cstring>
@@ -200,7 +200,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
     node_->fail(np.slot);
   }
   if (both) {
-    const PathRecord rec = unpack<PathRecord>(a.payload);
+    const auto rec = unpack<PathRecord>(a.payload);
     const bool file = a.kind == Answer::Kind::kCached && rec.error == 0 && rec.meta.is_regular() &&
                       rec.meta.size > 0 && rec.file == guess;
     if (!file) {

@@ -6,12 +6,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
 #include <atomic>
+#include <cstdio>
 
 namespace larder::preload::real {
 

@@ -3,9 +3,9 @@
 // getc, fscanf, fclose...) runs on top of the cache. fileno() of the stream is the managed
 // descriptor, so code that mixes the FILE and its descriptor (libstdc++'s filebuf reads with
 // read(fileno(f))) is served too. Writable modes go to the file system.
-#include <stdio.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/preload/wrap.hpp"

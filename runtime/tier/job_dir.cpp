@@ -30,8 +30,8 @@ Status ensure_private_dir(const std::string& path) {
   struct stat st {};
   if (sys::lstat(path.c_str(), &st) != 0) return from_errno(errno, "cannot stat " + path);
   if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-    return Status(Errc::kInvalidArgument, EPERM,
-                  path + " exists but is not a private directory of this user; remove it");
+    return {Errc::kInvalidArgument, EPERM,
+            path + " exists but is not a private directory of this user; remove it"};
   }
   return {};
 }
