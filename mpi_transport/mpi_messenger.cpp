@@ -27,9 +27,9 @@ Status MpiMessenger::send(int to, Channel channel, std::span<const std::byte> bo
   std::lock_guard lock(send_mu_);
   Pending& p = pending_.emplace_back();
   p.body.assign(body.begin(), body.end());
-  const Status s = from_mpi(MPI_Isend(p.body.data(), static_cast<int>(p.body.size()), MPI_BYTE, to,
-                                      static_cast<int>(channel), comm_.get(), &p.request),
-                            "MPI_Isend");
+  Status s = from_mpi(MPI_Isend(p.body.data(), static_cast<int>(p.body.size()), MPI_BYTE, to,
+                                static_cast<int>(channel), comm_.get(), &p.request),
+                      "MPI_Isend");
   if (!s.ok()) pending_.pop_back();
   return s;
 }

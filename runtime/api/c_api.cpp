@@ -45,7 +45,7 @@ struct ForkHandler {
     }
   }
 };
-const ForkHandler kForkHandler;
+const ForkHandler fork_handler;  // registers the handler when the library loads
 
 // In a rank whose Larder the preload library is starting on its service thread (it starts when
 // the library loads), waits for the start to end, bounded by LARDER_TIMEOUT, as the preload's own

@@ -128,12 +128,11 @@ PathRecord Cache::revalidated(const std::string& path, const Key& key, bool link
     case NodeTable::Found::Outcome::kReady:  // another rank of the node asked the PFS
       memo_put(key, renewal.payload);
       return unpack<PathRecord>(renewal.payload);
-    case NodeTable::Found::Outcome::kTimeout:
+    case NodeTable::Found::Outcome::kTimeout:  // the node's renewer is stuck or gone
     case NodeTable::Found::Outcome::kFailed:
-      break;  // the node's renewer is stuck or gone: this rank asks for itself
-    case NodeTable::Found::Outcome::kClaimed:
+    case NodeTable::Found::Outcome::kClaimed:  // this rank renews the entry for the node
     case NodeTable::Found::Outcome::kFull:
-      break;
+      break;  // this rank asks the PFS itself
   }
   stats_.add(Counter::meta_revalidations);
   const Loaded now = load_path(path, link);

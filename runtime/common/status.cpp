@@ -38,8 +38,8 @@ Status::Status(Errc code, int native, std::string message)
 }
 
 const std::string& Status::message() const noexcept {
-  static const std::string kEmpty;
-  return ok() ? kEmpty : rep_->message;
+  static const std::string empty;
+  return ok() ? empty : rep_->message;
 }
 
 std::string Status::to_string() const {
