@@ -33,7 +33,8 @@ std::atomic<Runtime*>& Runtime::slot() noexcept {
 
 Runtime& Runtime::instance() noexcept {
   if (Runtime* r = slot().load(std::memory_order_acquire)) return *r;
-  static Runtime* const runtime = new Runtime();  // never deleted: see the header
+  // NOLINTNEXTLINE(bugprone-unhandled-exception-at-new): no memory for it ends the process
+  static auto* const runtime = new Runtime();  // never deleted: see the header
   slot().store(runtime, std::memory_order_release);
   return *runtime;
 }

@@ -15,6 +15,7 @@
 
 namespace larder::preload::real {
 
+// NOLINTNEXTLINE(bugprone-macro-parentheses): X-macro; arguments are a type, name, (params)
 #define LARDER_REAL(ret, name, params) extern ret(*name) params;
 #include "runtime/preload/real_symbols.def"
 #undef LARDER_REAL

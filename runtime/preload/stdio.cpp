@@ -49,6 +49,7 @@ FILE* stream_over(int fd) {
   io.read = cookie_read;
   io.seek = cookie_seek;
   io.close = cookie_close;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the cookie carries the descriptor, not an address
   FILE* f = ::fopencookie(reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)), "r", io);
   if (f == nullptr) {
     const int err = errno;
