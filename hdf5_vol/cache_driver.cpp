@@ -192,7 +192,7 @@ struct Registration {
 };
 
 Registration& registration() {
-  static Registration* const r = new Registration();  // never deleted: used at HDF5 teardown
+  static auto* const r = new Registration();  // never deleted: used at HDF5 teardown
   return *r;
 }
 

@@ -28,7 +28,7 @@ struct ErrorClass {
 };
 
 ErrorClass& error_class() {
-  static ErrorClass* const ec = new ErrorClass();  // never deleted: used during HDF5 teardown
+  static auto* const ec = new ErrorClass();  // never deleted: used during HDF5 teardown
   return *ec;
 }
 

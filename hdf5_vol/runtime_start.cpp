@@ -24,7 +24,7 @@ struct StartState {
 };
 
 StartState& state() {
-  static StartState* const s = new StartState();  // never deleted: used from exit handlers
+  static auto* const s = new StartState();  // never deleted: used from exit handlers
   return *s;
 }
 
@@ -70,7 +70,7 @@ std::string preload_library_path() {
   if (dladdr(reinterpret_cast<void*>(&larder_init), &info) != 0 && info.dli_fname != nullptr) {
     std::string dir(info.dli_fname);
     dir.resize(dir.find_last_of('/') == std::string::npos ? 0 : dir.find_last_of('/') + 1);
-    const std::string candidate = dir + "liblarder_preload.so";
+    std::string candidate = dir + "liblarder_preload.so";
     if (!dir.empty() && access(candidate.c_str(), R_OK) == 0) return candidate;
   }
   return "liblarder_preload.so";

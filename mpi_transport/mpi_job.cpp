@@ -53,7 +53,7 @@ Status MpiJob::agree(MPI_Comm comm, const Status& local) {
   }
   if (first == INT32_MAX) return {};
   if (!local.ok()) return local;
-  return Status(Errc::kUnavailable, 0, "rank " + std::to_string(first) + " could not start larder");
+  return {Errc::kUnavailable, 0, "rank " + std::to_string(first) + " could not start larder"};
 }
 
 Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& config) {
@@ -252,7 +252,7 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
   }
   if (!first.ok()) return first;
   if (shards == nullptr || messenger == nullptr) {
-    return Status(Errc::kInternal, 0, "no directory shards or messenger");
+    return {Errc::kInternal, 0, "no directory shards or messenger"};
   }
   impl_->directory =
       std::make_unique<ShardedDirectory>(*shards, config.dir_slots, *messenger, load);

@@ -22,14 +22,14 @@ void MpiMessenger::on(Channel channel, Handler handler) {
 
 Status MpiMessenger::send(int to, Channel channel, std::span<const std::byte> body) {
   if (body.size() > kMaxMessage) {
-    return Status(Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage");
+    return {Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage"};
   }
   std::lock_guard lock(send_mu_);
   Pending& p = pending_.emplace_back();
   p.body.assign(body.begin(), body.end());
-  const Status s = from_mpi(MPI_Isend(p.body.data(), static_cast<int>(p.body.size()), MPI_BYTE, to,
-                                      static_cast<int>(channel), comm_.get(), &p.request),
-                            "MPI_Isend");
+  Status s = from_mpi(MPI_Isend(p.body.data(), static_cast<int>(p.body.size()), MPI_BYTE, to,
+                                static_cast<int>(channel), comm_.get(), &p.request),
+                      "MPI_Isend");
   if (!s.ok()) pending_.pop_back();
   return s;
 }

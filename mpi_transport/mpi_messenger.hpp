@@ -24,6 +24,8 @@ class MpiMessenger final : public Messenger {
  public:
   // Collective over `parent` (dups it).
   static Result<std::unique_ptr<MpiMessenger>> create(MPI_Comm parent);
+  MpiMessenger(const MpiMessenger&) = delete;
+  MpiMessenger& operator=(const MpiMessenger&) = delete;
   ~MpiMessenger() override;
 
   void on(Channel channel, Handler handler) override;

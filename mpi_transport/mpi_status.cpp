@@ -13,8 +13,8 @@ Status from_mpi(int rc, std::string_view what) {
   char text[MPI_MAX_ERROR_STRING];
   int len = 0;
   if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
-  return Status(Errc::kMpi, error_class,
-                std::string(what) + ": " + std::string(text, static_cast<std::size_t>(len)));
+  return {Errc::kMpi, error_class,
+          std::string(what) + ": " + std::string(text, static_cast<std::size_t>(len))};
 }
 
 }  // namespace larder::mpi

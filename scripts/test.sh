@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh machine: installs what is missing, then
 #   1. MPICH, release: builds everything, runs every test (unit, MPI, end-to-end);
-#   2. MPICH, ASan + UBSan: builds and runs every test again under the sanitizers;
-#   3. Open MPI: builds and runs the MPI tests with the other MPI, so neither rots.
+#   2. lint: clang-tidy with .clang-tidy over runtime/, mpi_transport/, ucx_transport/ and
+#      hdf5_vol/ (scripts/lint.sh, about 3 CPU-minutes), every finding an error;
+#   3. MPICH, ASan + UBSan: builds and runs every test again under the sanitizers;
+#   4. Open MPI: builds and runs the MPI tests with the other MPI, so neither rots.
 # Usage: scripts/test.sh [--quick]   (--quick: step 1 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,8 @@ run_preset() {
 
 run_preset release
 if [[ $quick -eq 0 ]]; then
+  step "lint: clang-tidy"
+  scripts/lint.sh
   run_preset asan
   run_preset openmpi
 fi

@@ -28,7 +28,7 @@ constexpr auto kSlice = std::chrono::milliseconds(1);
 
 }  // namespace
 
-Fabric::Fabric(UcxOptions options) : options_(std::move(options)) {}
+Fabric::Fabric(UcxOptions options) : options_(options) {}
 
 Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& tiers,
                                                const UcxOptions& options, std::size_t shard_bytes) {
@@ -164,7 +164,7 @@ Status Fabric::wait(void* request, Completion& c, Peer& peer) {
   }
   { std::lock_guard lock(c.mu); }  // the callback has left its critical section
   ucp_request_free(request);
-  if (timed_out) return Status(Errc::kTimeout, ETIMEDOUT, "ucx request timed out");
+  if (timed_out) return {Errc::kTimeout, ETIMEDOUT, "ucx request timed out"};
   return from_ucs(c.status, "ucx request");
 }
 
@@ -176,7 +176,7 @@ Status Fabric::issue_get(const GetOp& op, Completion& c, Peer** peer_out, void**
   *peer_out = &p;
   const int t = static_cast<int>(op.tier);
   if (op.offset + op.into.size() > p.info().arena_size[t]) {
-    return Status(Errc::kInvalidArgument, ERANGE, "get beyond the end of the peer's arena");
+    return {Errc::kInvalidArgument, ERANGE, "get beyond the end of the peer's arena"};
   }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -185,7 +185,7 @@ Status Fabric::issue_get(const GetOp& op, Completion& c, Peer** peer_out, void**
   ucs_status_ptr_t request_or_error = nullptr;
   {
     std::shared_lock lock(peers_mu_);
-    if (p.failed() || !p.connected()) return Status(Errc::kTransport, 0, "ucx peer has failed");
+    if (p.failed() || !p.connected()) return {Errc::kTransport, 0, "ucx peer has failed"};
     request_or_error = ucp_get_nbx(p.endpoint(), op.into.data(), op.into.size(),
                                    p.info().arena_base[t] + op.offset, p.rkey(op.tier), &param);
   }
@@ -272,7 +272,7 @@ Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {
   int my_len = static_cast<int>(mine.size());
   std::vector<int> lens(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
   if (MPI_Allgather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm) != MPI_SUCCESS) {
-    return Status(Errc::kMpi, 0, "MPI_Allgather of ucx address sizes failed");
+    return {Errc::kMpi, 0, "MPI_Allgather of ucx address sizes failed"};
   }
   int total = 0;
   for (int r = 0; r < size_; ++r) {
@@ -282,7 +282,7 @@ Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {
   std::vector<std::byte> all(static_cast<std::size_t>(total));
   if (MPI_Allgatherv(mine.data(), my_len, MPI_BYTE, all.data(), lens.data(), displs.data(),
                      MPI_BYTE, comm) != MPI_SUCCESS) {
-    return Status(Errc::kMpi, 0, "MPI_Allgatherv of ucx addresses failed");
+    return {Errc::kMpi, 0, "MPI_Allgatherv of ucx addresses failed"};
   }
   peers_.clear();
   for (int r = 0; r < size_; ++r) {

@@ -46,6 +46,8 @@ class Fabric final : public ClosableTransport {
   // Collective over `comm`.
   static Result<std::unique_ptr<Fabric>> create(MPI_Comm comm, const LocalTiers& tiers,
                                                 const UcxOptions& options, std::size_t shard_bytes);
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
   ~Fabric() override;
 
   const char* name() const noexcept override { return "ucx"; }

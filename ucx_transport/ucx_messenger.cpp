@@ -118,7 +118,7 @@ bool UcxMessenger::arm() {
 
 Status UcxMessenger::send(int to, Channel channel, std::span<const std::byte> body) {
   if (body.size() > kMaxMessage) {
-    return Status(Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage");
+    return {Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage"};
   }
   auto peer = fabric_.connected_peer(to);
   if (!peer.ok()) return peer.status();
@@ -137,7 +137,7 @@ Status UcxMessenger::send(int to, Channel channel, std::span<const std::byte> bo
   ucs_status_ptr_t req = nullptr;
   {
     std::shared_lock lock(fabric_.peers_mutex());
-    if ((*peer)->failed()) return Status(Errc::kTransport, 0, "ucx peer has failed");
+    if ((*peer)->failed()) return {Errc::kTransport, 0, "ucx peer has failed"};
     req = ucp_am_send_nbx((*peer)->endpoint(), kAmId, &out->from, sizeof out->from,
                           out->body.data(), out->body.size(), &param);
   }

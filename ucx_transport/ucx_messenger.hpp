@@ -32,6 +32,8 @@ class UcxMessenger final : public Messenger {
  public:
   // Registers the active-message handlers on the fabric's worker.
   static Result<std::unique_ptr<UcxMessenger>> create(Fabric& fabric);
+  UcxMessenger(const UcxMessenger&) = delete;
+  UcxMessenger& operator=(const UcxMessenger&) = delete;
   ~UcxMessenger() override;
 
   void on(Channel channel, Handler handler) override;

@@ -57,7 +57,7 @@ Result<std::unique_ptr<UcxShards>> UcxShards::create(MPI_Comm comm, Fabric& fabr
     }
   }
   // Every rank takes part in the exchange, so nobody hangs; the caller agrees on the outcome.
-  const std::uint64_t base = reinterpret_cast<std::uint64_t>(s->base_);
+  const auto base = reinterpret_cast<std::uint64_t>(s->base_);
   std::vector<std::byte> mine(sizeof base);
   std::memcpy(mine.data(), &base, sizeof base);
   mine.insert(mine.end(), packed.begin(), packed.end());
@@ -111,14 +111,14 @@ void UcxShards::close() noexcept {
 
 Status UcxShards::target(int rank, Peer** peer, ucp_rkey_h* rkey) {
   if (rank < 0 || rank >= static_cast<int>(remotes_.size())) {
-    return Status(Errc::kInvalidArgument, EINVAL, "no such rank");
+    return {Errc::kInvalidArgument, EINVAL, "no such rank"};
   }
   auto p = fabric_.connected_peer(rank);
   if (!p.ok()) return p.status();
   std::lock_guard lock(mu_);
   Remote& r = remotes_[static_cast<std::size_t>(rank)];
   if (r.rkey == nullptr) {
-    if (r.packed.empty()) return Status(Errc::kTransport, 0, "the rank has no directory shard");
+    if (r.packed.empty()) return {Errc::kTransport, 0, "the rank has no directory shard"};
     if (Status s = from_ucs(ucp_ep_rkey_unpack((*p)->endpoint(), r.packed.data(), &r.rkey),
                             "ucp_ep_rkey_unpack");
         !s.ok()) {
@@ -161,7 +161,7 @@ Status UcxShards::issue_atomic(int rank, ucp_atomic_op_t op, std::uint64_t disp,
   param.datatype = ucp_dt_make_contig(8);
   param.reply_buffer = reply;
   std::shared_lock lock(fabric_.peers_mutex());
-  if (peer->failed()) return Status(Errc::kTransport, 0, "ucx peer has failed");
+  if (peer->failed()) return {Errc::kTransport, 0, "ucx peer has failed"};
   ucs_status_ptr_t req =
       ucp_atomic_op_nbx(peer->endpoint(), op, arg, 1,
                         remotes_[static_cast<std::size_t>(rank)].base + disp, rkey, &param);
@@ -207,7 +207,7 @@ Status UcxShards::issue_rma(int rank, std::uint64_t disp, void* buffer, std::siz
   param.user_data = c.get();
   const std::uint64_t remote = remotes_[static_cast<std::size_t>(rank)].base + disp;
   std::shared_lock lock(fabric_.peers_mutex());
-  if (peer->failed()) return Status(Errc::kTransport, 0, "ucx peer has failed");
+  if (peer->failed()) return {Errc::kTransport, 0, "ucx peer has failed"};
   ucs_status_ptr_t req = is_put
                              ? ucp_put_nbx(peer->endpoint(), buffer, bytes, remote, rkey, &param)
                              : ucp_get_nbx(peer->endpoint(), buffer, bytes, remote, rkey, &param);

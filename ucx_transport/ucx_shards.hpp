@@ -27,6 +27,8 @@ class UcxShards final : public ShardOps {
   // Collective over `comm`: `bytes` zeroed bytes per rank, exchanged with every rank.
   static Result<std::unique_ptr<UcxShards>> create(MPI_Comm comm, Fabric& fabric,
                                                    std::size_t bytes);
+  UcxShards(const UcxShards&) = delete;
+  UcxShards& operator=(const UcxShards&) = delete;
   ~UcxShards() override;
 
   int rank() const noexcept override { return fabric_.rank(); }

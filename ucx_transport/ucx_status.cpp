@@ -7,8 +7,7 @@ namespace larder::ucx {
 Status from_ucs(ucs_status_t status, std::string_view what) {
   if (status == UCS_OK) return {};
   const Errc code = status == UCS_ERR_NO_MEMORY ? Errc::kNoSpace : Errc::kTransport;
-  return Status(code, static_cast<int>(status),
-                std::string(what) + ": " + ucs_status_string(status));
+  return {code, static_cast<int>(status), std::string(what) + ": " + ucs_status_string(status)};
 }
 
 }  // namespace larder::ucx

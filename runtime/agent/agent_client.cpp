@@ -1,13 +1,13 @@
 #include "runtime/agent/agent_client.hpp"
 
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 
 #include "runtime/agent/channel.hpp"
 #include "runtime/chunk/chunk_math.hpp"
@@ -20,7 +20,7 @@ namespace {
 constexpr std::uint64_t kFlushEvery = 256;  // reads between two counter messages
 
 Status broken() {
-  return Status(Errc::kUnavailable, EPIPE, "the rank's agent is gone");
+  return {Errc::kUnavailable, EPIPE, "the rank's agent is gone"};
 }
 
 }  // namespace
@@ -86,7 +86,7 @@ AgentClient::AgentClient(int fd, Config config, int rank, std::uint64_t chunk_si
         req.tier = tier;
         auto reply = call(Op::kArena, bytes_of(req), {});
         if (!reply.ok() || reply->status != 0) return {};
-        return std::string(reinterpret_cast<const char*>(reply->body.data()), reply->body.size());
+        return {reinterpret_cast<const char*>(reply->body.data()), reply->body.size()};
       }),
       stats_file_(std::move(stats_file)) {
   if (stats_file_ != nullptr) shared_stats_ = stats_file_->slot(stats_slot);

@@ -54,13 +54,13 @@ Status check_peer(int fd, int pid) {
     return from_errno(errno, "cannot read the peer credentials of the agent channel");
   }
   if (cred.uid != ::geteuid()) {
-    return Status(Errc::kInvalidArgument, EPERM,
-                  "agent channel peer belongs to uid " + std::to_string(cred.uid) + ", not us");
+    return {Errc::kInvalidArgument, EPERM,
+            "agent channel peer belongs to uid " + std::to_string(cred.uid) + ", not us"};
   }
   if (pid >= 0 && cred.pid != pid) {
-    return Status(Errc::kInvalidArgument, EPERM,
-                  "agent channel peer is pid " + std::to_string(cred.pid) + ", not the rank " +
-                      std::to_string(pid));
+    return {Errc::kInvalidArgument, EPERM,
+            "agent channel peer is pid " + std::to_string(cred.pid) + ", not the rank " +
+                std::to_string(pid)};
   }
   return {};
 }
@@ -106,7 +106,7 @@ Status recv_exact(int fd, void* buf, std::size_t n) {
       if (errno == EINTR) continue;
       return from_errno(errno, "agent channel receive failed");
     }
-    if (got == 0) return Status(Errc::kUnavailable, EPIPE, "agent channel closed");
+    if (got == 0) return {Errc::kUnavailable, EPIPE, "agent channel closed"};
     done += static_cast<std::size_t>(got);
   }
   return {};

@@ -45,7 +45,7 @@ struct ForkHandler {
     }
   }
 };
-const ForkHandler kForkHandler;
+const ForkHandler fork_handler;  // registers the handler when the library loads
 
 // In a rank whose Larder the preload library is starting on its service thread (it starts when
 // the library loads), waits for the start to end, bounded by LARDER_TIMEOUT, as the preload's own
@@ -72,11 +72,11 @@ larder::Lease own_session() noexcept {
 }
 
 Status not_running() {
-  return Status(Errc::kUnavailable, 0,
-                g_session_is_parents.load(std::memory_order_relaxed)
-                    ? "larder is not initialized in this process (a forked child: its parent's "
-                      "session is not usable here)"
-                    : "larder is not initialized");
+  return {Errc::kUnavailable, 0,
+          g_session_is_parents.load(std::memory_order_relaxed)
+              ? "larder is not initialized in this process (a forked child: its parent's "
+                "session is not usable here)"
+              : "larder is not initialized"};
 }
 
 // Copies `text` into `buf` as the stats calls promise (larder.h).

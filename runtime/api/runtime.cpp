@@ -33,7 +33,8 @@ std::atomic<Runtime*>& Runtime::slot() noexcept {
 
 Runtime& Runtime::instance() noexcept {
   if (Runtime* r = slot().load(std::memory_order_acquire)) return *r;
-  static Runtime* const runtime = new Runtime();  // never deleted: see the header
+  // NOLINTNEXTLINE(bugprone-unhandled-exception-at-new): no memory for it ends the process
+  static auto* const runtime = new Runtime();  // never deleted: see the header
   slot().store(runtime, std::memory_order_release);
   return *runtime;
 }
@@ -155,11 +156,11 @@ Status Runtime::init(MPI_Comm comm, Starter starter) {
       ++program_refs_;  // joins the session MPI_Init started; larder_finalize drops it
       return {};
     }
-    return Status(Errc::kInvalidArgument, EALREADY,
-                  starter_ == Starter::kHooks
-                      ? "larder is already running over MPI_COMM_WORLD (started at MPI_Init); "
-                        "larder_init may join it only over MPI_COMM_WORLD"
-                      : "larder is already initialized");
+    return {Errc::kInvalidArgument, EALREADY,
+            starter_ == Starter::kHooks
+                ? "larder is already running over MPI_COMM_WORLD (started at MPI_Init); "
+                  "larder_init may join it only over MPI_COMM_WORLD"
+                : "larder is already initialized"};
   }
   // The hooks start from the configuration parsed once when the Runtime was built; a program's
   // larder_init reads the environment at that moment (it may have set LARDER_* itself).
@@ -199,9 +200,9 @@ Status Runtime::finalize(Starter starter) {
   if (starter == Starter::kProgram && starter_ == Starter::kHooks &&
       session_.load(std::memory_order_acquire) != nullptr) {
     if (program_refs_ == 0) {
-      return Status(Errc::kUnavailable, 0,
-                    "larder was started at MPI_Init and stops at MPI_Finalize; this "
-                    "larder_finalize matches no larder_init");
+      return {Errc::kUnavailable, 0,
+              "larder was started at MPI_Init and stops at MPI_Finalize; this "
+              "larder_finalize matches no larder_init"};
     }
     --program_refs_;
     return {};
@@ -209,7 +210,7 @@ Status Runtime::finalize(Starter starter) {
   std::shared_ptr<Session> session = session_.exchange(nullptr, std::memory_order_acq_rel);
   active_.store(false, std::memory_order_release);
   if (session == nullptr) {
-    return Status(Errc::kUnavailable, 0, "larder is not initialized");
+    return {Errc::kUnavailable, 0, "larder is not initialized"};
   }
   // The agent's requests hold leases: stop it (its clients fall back to the file system) before
   // the session waits for the leases to end.

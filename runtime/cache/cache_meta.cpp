@@ -1,5 +1,5 @@
 // The Cache's metadata: the stat() answers of paths, and directory listings (cache.hpp).
-#include <time.h>
+#include <ctime>
 
 #include <cerrno>
 #include <cstring>
@@ -128,12 +128,11 @@ PathRecord Cache::revalidated(const std::string& path, const Key& key, bool link
     case NodeTable::Found::Outcome::kReady:  // another rank of the node asked the PFS
       memo_put(key, renewal.payload);
       return unpack<PathRecord>(renewal.payload);
-    case NodeTable::Found::Outcome::kTimeout:
+    case NodeTable::Found::Outcome::kTimeout:  // the node's renewer is stuck or gone
     case NodeTable::Found::Outcome::kFailed:
-      break;  // the node's renewer is stuck or gone: this rank asks for itself
-    case NodeTable::Found::Outcome::kClaimed:
+    case NodeTable::Found::Outcome::kClaimed:  // this rank renews the entry for the node
     case NodeTable::Found::Outcome::kFull:
-      break;
+      break;  // this rank asks the PFS itself
   }
   stats_.add(Counter::meta_revalidations);
   const Loaded now = load_path(path, link);
@@ -200,7 +199,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
     node_->fail(np.slot);
   }
   if (both) {
-    const PathRecord rec = unpack<PathRecord>(a.payload);
+    const auto rec = unpack<PathRecord>(a.payload);
     const bool file = a.kind == Answer::Kind::kCached && rec.error == 0 && rec.meta.is_regular() &&
                       rec.meta.size > 0 && rec.file == guess;
     if (!file) {

@@ -38,8 +38,8 @@ Status::Status(Errc code, int native, std::string message)
 }
 
 const std::string& Status::message() const noexcept {
-  static const std::string kEmpty;
-  return ok() ? kEmpty : rep_->message;
+  static const std::string empty;
+  return ok() ? empty : rep_->message;
 }
 
 std::string Status::to_string() const {
@@ -53,11 +53,11 @@ Status from_errno(int err, std::string_view what) {
       (err == ENOSPC || err == EDQUOT || err == ENOMEM) ? Errc::kNoSpace : Errc::kIoError;
   char buf[128];
   const char* text = strerror_r(err, buf, sizeof buf);  // GNU variant returns the text
-  return Status(code, err, std::string(what) + ": " + text);
+  return {code, err, std::string(what) + ": " + text};
 }
 
 Status invalid_argument(std::string message) {
-  return Status(Errc::kInvalidArgument, EINVAL, std::move(message));
+  return {Errc::kInvalidArgument, EINVAL, std::move(message)};
 }
 
 }  // namespace larder

@@ -126,6 +126,7 @@ int dup(int fd) noexcept {
 }
 
 void* mmap(void* addr, std::size_t len, int prot, int flags, int fd, off_t offset) noexcept {
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the system call returns the address as a long
   return reinterpret_cast<void*>(::syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
 }
 

@@ -47,7 +47,7 @@ std::optional<std::uint64_t> parse_size(std::string_view text) noexcept {
 
 std::string format_size(std::uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(bytes);
+  auto v = static_cast<double>(bytes);
   int unit = 0;
   while (v >= 1024.0 && unit < 5) {
     v /= 1024.0;

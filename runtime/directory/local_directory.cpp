@@ -39,7 +39,7 @@ Status LocalDirectory::finish(const Key& key, Claim::Outcome outcome, const Payl
     std::lock_guard lock(mu_);
     auto it = entries_.find(key);
     if (it == entries_.end() || it->second.outcome != Claim::Outcome::kLoading) {
-      return Status(Errc::kInternal, EINVAL, "finishing an entry that is not loading");
+      return {Errc::kInternal, EINVAL, "finishing an entry that is not loading"};
     }
     it->second.outcome = outcome;
     it->second.payload = payload;

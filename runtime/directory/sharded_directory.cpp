@@ -312,6 +312,7 @@ void ShardedDirectory::wait_many(std::span<const Key> keys, std::span<const Clai
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
     std::vector<Lookup> lookups;
+    lookups.reserve(again.size());
     for (std::size_t i : again) lookups.push_back(Lookup{keys[i], kLookOnly});
     std::vector<Result<Claim>> answers(lookups.size(), Status());
     acquire_many(lookups, answers);

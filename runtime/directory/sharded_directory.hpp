@@ -58,6 +58,8 @@ class ShardedDirectory final : public Directory {
   // `messenger` carries the waits; `load` (may be null) counts the operations sent to each home.
   // The directory registers its message handlers; all three must outlive it.
   ShardedDirectory(ShardOps& ops, std::uint32_t slots, Messenger& messenger, PeerLoad* load);
+  ShardedDirectory(const ShardedDirectory&) = delete;
+  ShardedDirectory& operator=(const ShardedDirectory&) = delete;
   ~ShardedDirectory() override;
 
   Result<Claim> acquire(const Key& key, unsigned flags = kClaimIt) override;

@@ -1,15 +1,15 @@
 #include "runtime/node/node_table.hpp"
 
 #include <linux/futex.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstring>
+#include <ctime>
 #include <new>
 #include <thread>
 
@@ -129,7 +129,7 @@ std::uint32_t NodeTable::wait_resolved(Entry& e, std::chrono::steady_clock::time
 }
 
 NodeTable::Entry* NodeTable::entry_of(const Key& key, std::uint32_t* slot) const noexcept {
-  const std::uint32_t start = static_cast<std::uint32_t>(key.check % entries_);
+  const auto start = static_cast<std::uint32_t>(key.check % entries_);
   for (int probe = 0; probe < kMaxProbe; ++probe) {
     const std::uint32_t i = (start + static_cast<std::uint32_t>(probe)) % entries_;
     Entry& e = table_[i];
@@ -207,7 +207,7 @@ NodeTable::Found NodeTable::find(const Key& key) const {
 
 NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const std::uint32_t start = static_cast<std::uint32_t>(key.check % entries_);
+  const auto start = static_cast<std::uint32_t>(key.check % entries_);
   for (int probe = 0; probe < kMaxProbe; ++probe) {
     const std::uint32_t slot = (start + static_cast<std::uint32_t>(probe)) % entries_;
     Entry& e = table_[slot];

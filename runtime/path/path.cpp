@@ -26,7 +26,7 @@ std::string lexically_normal(std::string_view absolute) {
     }
     i = j;
   }
-  if (parts.empty()) return std::string(1, '/');
+  if (parts.empty()) return "/";
   std::string out;
   out.reserve(absolute.size());
   for (std::string_view part : parts) {

@@ -14,8 +14,6 @@
 #ifndef LARDER_RUNTIME_PRELOAD_FAST_PATH_HPP_
 #define LARDER_RUNTIME_PRELOAD_FAST_PATH_HPP_
 
-#include <string.h>
-
 #include <bit>
 #include <cstddef>
 #include <cstdint>

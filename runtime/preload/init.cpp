@@ -1,8 +1,9 @@
 // The library constructor, which decides this process's role and, in a rank launched by mpiexec,
 // starts MPI and the runtime on a service thread (runtime/mpi_hooks/lifecycle.hpp); and _exit/
 // _Exit, so a rank that leaves without exit() (dash does) still finalises what Larder started.
-#include <stdlib.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include "runtime/mpi_hooks/lifecycle.hpp"
 #include "runtime/preload/process.hpp"

@@ -28,7 +28,7 @@ struct ListedDir {
 class Registry {
  public:
   static Registry& get() {
-    static Registry* const r = new Registry();  // never deleted
+    static auto* const r = new Registry();  // never deleted
     return *r;
   }
   void add(ListedDir* d) {

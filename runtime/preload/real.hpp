@@ -6,15 +6,16 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
 #include <atomic>
+#include <cstdio>
 
 namespace larder::preload::real {
 
+// NOLINTNEXTLINE(bugprone-macro-parentheses): X-macro; arguments are a type, name, (params)
 #define LARDER_REAL(ret, name, params) extern ret(*name) params;
 #include "runtime/preload/real_symbols.def"
 #undef LARDER_REAL

@@ -3,9 +3,9 @@
 // getc, fscanf, fclose...) runs on top of the cache. fileno() of the stream is the managed
 // descriptor, so code that mixes the FILE and its descriptor (libstdc++'s filebuf reads with
 // read(fileno(f))) is served too. Writable modes go to the file system.
-#include <stdio.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "runtime/preload/wrap.hpp"
@@ -49,6 +49,7 @@ FILE* stream_over(int fd) {
   io.read = cookie_read;
   io.seek = cookie_seek;
   io.close = cookie_close;
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the cookie carries the descriptor, not an address
   FILE* f = ::fopencookie(reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)), "r", io);
   if (f == nullptr) {
     const int err = errno;

@@ -76,7 +76,7 @@ bool restore(const Segment& seg, const char* file, void* func, const char* name)
   const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto start = reinterpret_cast<std::uintptr_t>(code) & ~(page - 1);
   const auto end = (reinterpret_cast<std::uintptr_t>(code) + last + 1 + page - 1) & ~(page - 1);
-  void* pages = reinterpret_cast<void*>(start);
+  void* pages = code - (reinterpret_cast<std::uintptr_t>(code) - start);  // `start`, as a pointer
   if (::mprotect(pages, end - start, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
     LARDER_LOG_WARN(
         "cannot take {} back from UCX's memory hook (mprotect: {}); mmap of managed "

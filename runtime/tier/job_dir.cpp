@@ -30,8 +30,8 @@ Status ensure_private_dir(const std::string& path) {
   struct stat st {};
   if (sys::lstat(path.c_str(), &st) != 0) return from_errno(errno, "cannot stat " + path);
   if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
-    return Status(Errc::kInvalidArgument, EPERM,
-                  path + " exists but is not a private directory of this user; remove it");
+    return {Errc::kInvalidArgument, EPERM,
+            path + " exists but is not a private directory of this user; remove it"};
   }
   return {};
 }
@@ -69,6 +69,14 @@ bool is_job_id(std::string_view name) {
   return true;
 }
 
+// dir + "/" + name, built in place.
+std::string child(std::string_view dir, std::string_view name) {
+  std::string path;
+  path.reserve(dir.size() + 1 + name.size());
+  path.append(dir).append(1, '/').append(name);
+  return path;
+}
+
 std::vector<std::string> list_dir(const std::string& path) {
   std::vector<std::string> names;
   DIR* dir = ::opendir(path.c_str());
@@ -88,7 +96,7 @@ void remove_tree(const std::string& path) noexcept {
     struct stat st {};
     if (sys::lstat(path.c_str(), &st) != 0) return;
     if (S_ISDIR(st.st_mode)) {
-      for (const std::string& name : list_dir(path)) remove_tree(path + "/" + name);
+      for (const std::string& name : list_dir(path)) remove_tree(child(path, name));
       if (sys::rmdir(path.c_str()) != 0 && errno != ENOENT) {
         LARDER_LOG_WARN("cannot remove directory {}: {}", path, log::errno_text(errno));
       }
@@ -167,12 +175,12 @@ int JobDir::clean_stale_jobs(const std::string& shm_dir, const std::string& loca
     std::sort(jobs.begin(), jobs.end());
     jobs.erase(std::unique(jobs.begin(), jobs.end()), jobs.end());
     for (const std::string& job : jobs) {
-      const std::string lock = shm_base + "/" + job + ".lock";
+      const std::string lock = child(shm_base, job) + ".lock";
       UniqueFd fd(sys::open(lock.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
       if (fd.valid() && sys::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // alive
       if (!fd.valid() && errno != ENOENT) continue;
-      remove_tree(shm_base + "/" + job);
-      remove_tree(disk_base + "/" + job);
+      remove_tree(child(shm_base, job));
+      remove_tree(child(disk_base, job));
       sys::unlink(lock.c_str());
       ++removed;
       LARDER_LOG_INFO("removed the node-local files of ended job {}", job);

@@ -29,8 +29,11 @@ class JobDir {
                              const std::string& job_id, bool with_disk);
 
   JobDir() = default;
+  JobDir(const JobDir&) = delete;
+  JobDir& operator=(const JobDir&) = delete;
   JobDir(JobDir&&) noexcept = default;
   JobDir& operator=(JobDir&&) noexcept = default;
+  ~JobDir() = default;
 
   std::string arena_path(int rank, Tier tier) const;
   std::string worker_stats_path(int rank) const;
