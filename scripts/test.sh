@@ -2,7 +2,9 @@
 # The whole test suite on a fresh machine: installs what is missing, then
 #   1. MPICH, release: builds everything, runs every test (unit, MPI, end-to-end);
 #   2. MPICH, ASan + UBSan: builds and runs every test again under the sanitizers;
-#   3. Open MPI: builds and runs the MPI tests with the other MPI, so neither rots.
+#   3. MPICH, ThreadSanitizer: builds what the threaded unit tests and the MPI tests need and
+#      runs them (label "threads"), any data race failing the test;
+#   4. Open MPI: builds and runs the MPI tests with the other MPI, so neither rots.
 # Usage: scripts/test.sh [--quick]   (--quick: step 1 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +26,7 @@ run_preset() {
 run_preset release
 if [[ $quick -eq 0 ]]; then
   run_preset asan
+  run_preset tsan
   run_preset openmpi
 fi
 step "all tests passed"
