@@ -4,7 +4,9 @@
 #   2. lint: clang-tidy with .clang-tidy over runtime/, mpi_transport/, ucx_transport/ and
 #      hdf5_vol/ (scripts/lint.sh, about 3 CPU-minutes), every finding an error;
 #   3. MPICH, ASan + UBSan: builds and runs every test again under the sanitizers;
-#   4. Open MPI: builds and runs the MPI tests with the other MPI, so neither rots.
+#   4. MPICH, ThreadSanitizer: builds what the threaded unit tests and the MPI tests need and
+#      runs them (label "threads"), any data race failing the test;
+#   5. Open MPI: builds and runs the MPI tests with the other MPI, so neither rots.
 # Usage: scripts/test.sh [--quick]   (--quick: step 1 only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,7 @@ if [[ $quick -eq 0 ]]; then
   step "lint: clang-tidy"
   scripts/lint.sh
   run_preset asan
+  run_preset tsan
   run_preset openmpi
 fi
 step "all tests passed"

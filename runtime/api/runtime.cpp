@@ -144,14 +144,20 @@ bool Runtime::written(const std::string& abs) const {
 
 Lease Runtime::session() const noexcept {
   if (forked_.load(std::memory_order_relaxed)) return {};
-  std::shared_ptr<Session> s = session_.load(std::memory_order_acquire);
+  std::shared_ptr<Session> s;
+  try {
+    std::shared_lock lock(session_mu_);
+    s = session_;
+  } catch (...) {  // std::system_error from the lock: no lease
+    return {};
+  }
   if (s == nullptr || !s->try_lease()) return {};
   return Lease(std::move(s));
 }
 
 Status Runtime::init(MPI_Comm comm, Starter starter) {
   std::lock_guard lock(lifecycle_mu_);
-  if (session_.load(std::memory_order_acquire) != nullptr) {
+  if (session_ != nullptr) {  // written only under lifecycle_mu_, held here
     if (starter == Starter::kProgram && starter_ == Starter::kHooks && is_world(comm)) {
       ++program_refs_;  // joins the session MPI_Init started; larder_finalize drops it
       return {};
@@ -183,7 +189,11 @@ Status Runtime::init(MPI_Comm comm, Starter starter) {
     session = Session::create_mpi(std::move(config), std::move(*job), seams_);
   }
   if (!session.ok()) return session.status();
-  session_.store(std::shared_ptr<Session>(std::move(*session)), std::memory_order_release);
+  std::shared_ptr<Session> made(std::move(*session));
+  {
+    std::unique_lock publish(session_mu_);
+    session_ = std::move(made);
+  }
   active_.store(true, std::memory_order_release);
   starter_ = starter;
   program_refs_ = 0;
@@ -197,8 +207,7 @@ void Runtime::set_seams_for_testing(Seams seams) {
 
 Status Runtime::finalize(Starter starter) {
   std::lock_guard lock(lifecycle_mu_);
-  if (starter == Starter::kProgram && starter_ == Starter::kHooks &&
-      session_.load(std::memory_order_acquire) != nullptr) {
+  if (starter == Starter::kProgram && starter_ == Starter::kHooks && session_ != nullptr) {
     if (program_refs_ == 0) {
       return {Errc::kUnavailable, 0,
               "larder was started at MPI_Init and stops at MPI_Finalize; this "
@@ -207,7 +216,11 @@ Status Runtime::finalize(Starter starter) {
     --program_refs_;
     return {};
   }
-  std::shared_ptr<Session> session = session_.exchange(nullptr, std::memory_order_acq_rel);
+  std::shared_ptr<Session> session;
+  {
+    std::unique_lock withdraw(session_mu_);
+    session.swap(session_);
+  }
   active_.store(false, std::memory_order_release);
   if (session == nullptr) {
     return {Errc::kUnavailable, 0, "larder is not initialized"};

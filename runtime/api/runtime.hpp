@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -171,7 +172,13 @@ class Runtime {
   Starter starter_ = Starter::kProgram;  // guarded by lifecycle_mu_
   int program_refs_ = 0;  // guarded by lifecycle_mu_: program inits joined to the hooks' session
   Seams seams_;           // guarded by lifecycle_mu_ (testing only; empty in production)
-  std::atomic<std::shared_ptr<Session>> session_;  // acquire/release: publishes the session
+  // The running session: written under lifecycle_mu_ and session_mu_ (exclusive), read under
+  // either (session(): shared). Not std::atomic<std::shared_ptr>: libstdc++ 12 guards that with a
+  // bit lock whose load() unlocks relaxed, so nothing orders a reader's copy before the next
+  // writer's swap (ThreadSanitizer reports it; GCC 13 annotates the lock for it). A reader-writer
+  // lock costs the same two atomic operations per session() and is a lock every tool knows.
+  mutable std::shared_mutex session_mu_;
+  std::shared_ptr<Session> session_;
   // A forked child: the session (and its MPI) is the parent's; it is never used nor destroyed.
   std::atomic<bool> forked_{false};
   std::atomic<bool> active_{false};  // acquire/release: fast "is anything running"

@@ -6,12 +6,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <larder/larder.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/support/data_files.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -281,6 +285,57 @@ TEST_F(ApiTest, StageInOneProcessLoadsEveryChunkThenReadsAreHits) {
     EXPECT_EQ(got, testing::read_whole(data / name)) << name;
   }
   EXPECT_EQ(Session::stats().pfs_read_ops, 5u);  // the reads were all hits
+}
+
+// Threads of one process opening, reading and closing the same files at once through the C API:
+// the descriptor table, read leases and the cache shared by every thread; each chunk is read
+// from the file system once.
+TEST_F(ApiTest, ThreadsReadTheSameFilesAtOnce) {
+  constexpr int kThreads = 4;
+  constexpr int kFiles = 3;
+  std::vector<std::string> paths;
+  std::vector<std::vector<std::byte>> want;
+  for (int i = 0; i < kFiles; ++i) {
+    paths.push_back(data / ("t" + std::to_string(i)));
+    testing::write_data_file(paths.back(), 3 * 65536 + 777 * static_cast<std::uint64_t>(i + 1),
+                             20 + static_cast<std::uint64_t>(i));
+    want.push_back(testing::read_whole(paths.back()));
+  }
+  init();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 3; ++round) {
+        for (int k = 0; k < kFiles; ++k) {
+          const int i = (k + t) % kFiles;
+          const int fd = larder_open(paths[static_cast<std::size_t>(i)].c_str(), O_RDONLY);
+          if (fd < 0) {
+            ++wrong;
+            continue;
+          }
+          const std::vector<std::byte>& w = want[static_cast<std::size_t>(i)];
+          std::vector<std::byte> got(w.size());
+          const std::size_t piece = 20000 + 1000 * static_cast<std::size_t>(t);
+          for (std::size_t off = 0; off < got.size(); off += piece) {
+            const std::size_t n = std::min(piece, got.size() - off);
+            if (larder_pread(fd, got.data() + off, n, static_cast<off_t>(off)) !=
+                static_cast<ssize_t>(n)) {
+              ++wrong;
+            }
+          }
+          if (got != w) ++wrong;
+          if (larder_close(fd) != 0) ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  larder_stats_t st{};
+  ASSERT_EQ(larder_stats_get(&st), LARDER_OK);
+  EXPECT_EQ(st.pfs_read_ops, 4u * kFiles);  // 4 chunks of 64 KiB per file, each read once
+  EXPECT_EQ(st.fallbacks, 0u);
 }
 
 }  // namespace
