@@ -89,7 +89,7 @@ Result<std::string> Cache::node_file_made(const CachedFile& file, const std::str
 
 Status Cache::build_node_file(const CachedFile& file, const std::string& name) {
   Arena* budget = tiers_.get(Tier::kMem);
-  if (budget == nullptr) return Status(Errc::kUnavailable, 0, "no memory tier");
+  if (budget == nullptr) return {Errc::kUnavailable, 0, "no memory tier"};
   if (auto r = budget->reserve(file.size); !r.ok()) return r.status();
   const std::string scratch = name + ".part-" + std::to_string(::getpid()) + "-" +
                               std::to_string(g_scratch_serial.fetch_add(1));
