@@ -21,13 +21,22 @@ FileId file_id_of(std::string_view canonical_path) noexcept {
   return FileId{h.low64, h.high64};
 }
 
-Key chunk_key(const FileId& file, std::uint64_t index) noexcept {
+namespace {
+
+// The key of three words under a kind (chunks, holders).
+Key words_key(KeyKind kind, std::uint64_t a, std::uint64_t b, std::uint64_t c) noexcept {
   unsigned char bytes[1 + 3 * sizeof(std::uint64_t)];
-  bytes[0] = static_cast<unsigned char>(KeyKind::kChunk);
-  std::memcpy(bytes + 1, &file.lo, 8);
-  std::memcpy(bytes + 9, &file.hi, 8);
-  std::memcpy(bytes + 17, &index, 8);
-  Key k = to_key(XXH3_128bits(bytes, sizeof bytes));
+  bytes[0] = static_cast<unsigned char>(kind);
+  std::memcpy(bytes + 1, &a, 8);
+  std::memcpy(bytes + 9, &b, 8);
+  std::memcpy(bytes + 17, &c, 8);
+  return to_key(XXH3_128bits(bytes, sizeof bytes));
+}
+
+}  // namespace
+
+Key chunk_key(const FileId& file, std::uint64_t index) noexcept {
+  Key k = words_key(KeyKind::kChunk, file.lo, file.hi, index);
   if (index == 0) k.home = file.lo;
   return k;
 }
@@ -40,12 +49,7 @@ Key path_key(KeyKind kind, std::string_view path) noexcept {
 }
 
 Key holder_key(const Key& chunk, std::uint64_t position) noexcept {
-  unsigned char bytes[1 + 3 * sizeof(std::uint64_t)];
-  bytes[0] = static_cast<unsigned char>(KeyKind::kHolder);
-  std::memcpy(bytes + 1, &chunk.word, 8);
-  std::memcpy(bytes + 9, &chunk.check, 8);
-  std::memcpy(bytes + 17, &position, 8);
-  return to_key(XXH3_128bits(bytes, sizeof bytes));
+  return words_key(KeyKind::kHolder, chunk.word, chunk.check, position);
 }
 
 }  // namespace larder

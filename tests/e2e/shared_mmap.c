@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   } else {
     fprintf(out, "whole hash=%016llx\n", (unsigned long long)fnv(whole, (size_t)size));
   }
-  MPI_Barrier(MPI_COMM_WORLD);  /* every rank holds its mapping, every page touched */
+  MPI_Barrier(MPI_COMM_WORLD); /* every rank holds its mapping, every page touched */
   fprintf(out, "memory anonymous_kb=%ld pss_kb=%ld\n", rollup_kb("Anonymous"), rollup_kb("Pss"));
   MPI_Barrier(MPI_COMM_WORLD);
 
@@ -72,7 +72,8 @@ int main(int argc, char** argv) {
     fprintf(out, "private rc=-1 errno=%d\n", errno);
   } else {
     memset(priv, 0x5a, 100);
-    const int mine = priv[0] == 0x5a && priv[99] == 0x5a && memcmp(priv + 100, whole + 100, 4096) == 0;
+    const int mine =
+        priv[0] == 0x5a && priv[99] == 0x5a && memcmp(priv + 100, whole + 100, 4096) == 0;
     const int others = memcmp(again, whole, 100) == 0;
     fprintf(out, "private written=%d unseen_elsewhere=%d\n", mine, others);
   }
