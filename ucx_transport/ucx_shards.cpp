@@ -1,5 +1,7 @@
 #include "ucx_transport/ucx_shards.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -18,7 +20,34 @@ struct Outstanding {
   Peer* peer = nullptr;
   bool is_put = false;
 };
-thread_local std::vector<Outstanding> t_outstanding;
+using OutstandingList = std::vector<Outstanding>;
+
+// The list is reached through a trivially destructible thread_local and freed at thread exit by
+// a pthread key: a thread_local with a destructor registers it on first use under the dynamic
+// loader's lock, and the agent's loader thread (runtime/agent) must run while a dlopen in
+// another thread holds that lock.
+pthread_key_t outstanding_key() {
+  static const pthread_key_t key = [] {
+    pthread_key_t k{};
+    if (pthread_key_create(&k, [](void* p) { delete static_cast<OutstandingList*>(p); }) != 0) {
+      LARDER_LOG_WARN("no thread-exit cleanup of UCX directory requests (pthread_key_create)");
+      return static_cast<pthread_key_t>(-1);
+    }
+    return k;
+  }();
+  return key;
+}
+
+thread_local OutstandingList* t_list = nullptr;
+
+OutstandingList& outstanding() {
+  if (t_list == nullptr) {
+    t_list = new OutstandingList();
+    const pthread_key_t key = outstanding_key();
+    if (key != static_cast<pthread_key_t>(-1)) pthread_setspecific(key, t_list);
+  }
+  return *t_list;
+}
 
 }  // namespace
 
@@ -143,7 +172,7 @@ Status UcxShards::track(ucs_status_ptr_t request, std::unique_ptr<Completion> c,
   o.completion = std::move(c);
   o.peer = peer;
   o.is_put = is_put;
-  t_outstanding.push_back(std::move(o));
+  outstanding().push_back(std::move(o));
   return {};
 }
 
@@ -217,7 +246,8 @@ Status UcxShards::issue_rma(int rank, std::uint64_t disp, void* buffer, std::siz
 Status UcxShards::complete(int rank, bool all) {
   Status first;
   std::vector<Peer*> flush_peers;
-  for (auto it = t_outstanding.begin(); it != t_outstanding.end();) {
+  OutstandingList& list = outstanding();
+  for (auto it = list.begin(); it != list.end();) {
     if (it->owner != this || (!all && it->rank != rank)) {
       ++it;
       continue;
@@ -230,7 +260,7 @@ Status UcxShards::complete(int rank, bool all) {
         std::find(flush_peers.begin(), flush_peers.end(), it->peer) == flush_peers.end()) {
       flush_peers.push_back(it->peer);
     }
-    it = t_outstanding.erase(it);
+    it = list.erase(it);
   }
   // A put is complete at the target only once its endpoint is flushed.
   for (Peer* p : flush_peers) {

@@ -1,5 +1,6 @@
 #include "runtime/agent/agent_server.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -8,6 +9,7 @@
 #include <string_view>
 
 #include "runtime/agent/channel.hpp"
+#include "runtime/api/loader_objects.hpp"
 #include "runtime/api/reentry.hpp"
 #include "runtime/api/runtime.hpp"
 #include "runtime/common/log.hpp"
@@ -81,6 +83,71 @@ void AgentServer::start(const std::string& stats_path) {
     LARDER_LOG_INFO("workers send their counters at exit instead: {}", file.status().message());
   }
   acceptor_ = std::thread([this] { accept_loop(); });
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  socklen_t len = 0;
+  const sockaddr_un addr = agent_address(loader_name(name_), &len);
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<const sockaddr*>(&addr), len) == 0 &&
+      ::listen(fd, 64) == 0) {
+    loader_fd_ = fd;
+    track(fd);
+    loader_ = std::thread([this] { loader_loop(); });
+  } else {
+    LARDER_LOG_INFO("shared objects load from their original paths: no loader socket: {}",
+                    log::errno_text(errno));
+    if (fd >= 0) sys::close(fd);
+  }
+}
+
+void AgentServer::loader_loop() {
+  mark_runtime_thread();
+  std::vector<pollfd> fds{{loader_fd_, POLLIN, 0}};
+  std::vector<std::byte> body;
+  int no_slot = -1;
+  auto drop = [&](std::size_t i) {
+    untrack(fds[i].fd);
+    sys::close(fds[i].fd);
+    fds.erase(fds.begin() + static_cast<std::ptrdiff_t>(i));
+  };
+  for (;;) {
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    if ((fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) break;  // stop()
+    if ((fds[0].revents & POLLIN) != 0) {
+      const int fd = ::accept4(loader_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0 && errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) break;
+      if (fd >= 0 && check_peer(fd, -1).ok()) {
+        track(fd);
+        fds.push_back({fd, POLLIN, 0});
+      } else if (fd >= 0) {
+        sys::close(fd);
+      }
+    }
+    for (std::size_t i = fds.size(); i-- > 1;) {
+      if (fds[i].revents == 0) continue;
+      Header h;
+      if (!recv_exact(fds[i].fd, &h, sizeof h).ok() || h.length > kMaxBody) {
+        drop(i);
+        continue;
+      }
+      body.resize(h.length);
+      if (h.length > 0 && !recv_exact(fds[i].fd, body.data(), body.size()).ok()) {
+        drop(i);
+        continue;
+      }
+      const auto op = static_cast<Op>(h.op);
+      Status s;
+      try {
+        s = op == Op::kLoader || op == Op::kObject ? handle(fds[i].fd, op, body, &no_slot)
+                                                   : unavailable(fds[i].fd, op);
+      } catch (...) {
+        s = Status(Errc::kInternal, ENOMEM, "loader request failed");
+      }
+      if (!s.ok()) drop(i);
+    }
+  }
+  while (fds.size() > 1) drop(fds.size() - 1);
 }
 
 Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, int* slot) {
@@ -148,6 +215,32 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       auto name = s->node_file(CachedFile{path, req.file, req.size, req.version});
       if (!name.ok()) return unavailable(fd, op);
       return send_message(fd, op, 0, bytes_of(std::string_view(*name)));
+    }
+    case Op::kLoader: {
+      std::string reply = s->loader_root();
+      reply.push_back('\0');
+      for (std::size_t i = 0; i < s->config().prefixes.size(); ++i) {
+        if (i > 0) reply.push_back(':');
+        reply += s->config().prefixes[i];
+      }
+      return send_message(fd, op, 0, bytes_of(std::string_view(reply)));
+    }
+    case Op::kObject: {
+      std::uint32_t exact = 0;
+      std::string name;
+      if (!split(body, &exact, &name)) return unavailable(fd, op);
+      auto answer = find_object(*s, s->loader_root(), name, exact != 0);
+      if (!answer.ok()) {
+        s->stats().add(Counter::loader_original);
+        return unavailable(fd, op);
+      }
+      s->stats().add(answer->kind == ObjectKind::kNodeCopy ? Counter::loader_objects
+                     : answer->kind == ObjectKind::kAbsent ? Counter::loader_absent
+                                                           : Counter::loader_original);
+      ObjectReply r;
+      r.kind = static_cast<std::uint32_t>(answer->kind);
+      r.error = answer->error;
+      return send_message(fd, op, 0, bytes_of(r), bytes_of(std::string_view(answer->path)));
     }
     case Op::kArena: {
       ArenaRequest req;
@@ -248,7 +341,13 @@ void AgentServer::stop() noexcept {
     }
     conns = std::move(conns_);
   }
+  if (loader_fd_ >= 0) ::shutdown(loader_fd_, SHUT_RDWR);
   if (acceptor_.joinable()) acceptor_.join();
+  if (loader_.joinable()) loader_.join();
+  if (loader_fd_ >= 0) {
+    untrack(loader_fd_);
+    sys::close(loader_fd_);
+  }
   for (auto& [fd, thread] : conns) {
     if (thread.joinable()) thread.join();
     if (fd >= 0) {

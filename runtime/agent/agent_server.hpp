@@ -5,6 +5,11 @@
 // listen() binds the abstract name before anything else happens, so the name can be handed to
 // children (LARDER_AGENT) before the runtime is up; connections made early wait in the backlog
 // until start(). One thread accepts, one thread serves each connection (workers are few).
+//
+// The dynamic loader's audit module (runtime/audit) asks from inside the loader, which holds
+// the locks that creating a thread takes: its requests (kLoader, kObject) go to a second name,
+// `<name>-loader`, bound by start() and served by one thread that exists before any such
+// request and serves every loader connection itself (poll), never starting a thread.
 #ifndef LARDER_RUNTIME_AGENT_AGENT_SERVER_HPP_
 #define LARDER_RUNTIME_AGENT_AGENT_SERVER_HPP_
 
@@ -33,6 +38,8 @@ class AgentServer {
   const std::string& name() const noexcept { return name_; }
   // The session is running: creates the workers' stats file in `stats_path` and serves.
   void start(const std::string& stats_path);
+  // The name the loader's audit module connects to.
+  static std::string loader_name(const std::string& agent_name) { return agent_name + "-loader"; }
   // Closes the listener and every connection (clients fall back to the file system) and joins.
   void stop() noexcept;
   // After stop(): adds the counters of the workers still alive to `into`.
@@ -45,6 +52,7 @@ class AgentServer {
   AgentServer(std::string name, int fd);
   void accept_loop();
   void serve(int fd);
+  void loader_loop();
   // One request; `slot` is the connection's worker stats slot (set by kHello).
   Status handle(int fd, Op op, const std::vector<std::byte>& body, int* slot);
   void track(int fd) noexcept;
@@ -53,6 +61,8 @@ class AgentServer {
   const std::string name_;
   const int listen_fd_;
   std::thread acceptor_;
+  int loader_fd_ = -1;  // set by start(); -1: no loader socket
+  std::thread loader_;
   std::unique_ptr<WorkerStatsFile> worker_stats_;  // set by start(), before any serve thread
   std::mutex mu_;
   bool stopping_ = false;                             // guarded by mu_

@@ -20,7 +20,9 @@
 namespace larder::agent {
 
 inline constexpr char kEnvName[] = "LARDER_AGENT";
-inline constexpr std::uint32_t kVersion = 4;
+// Set (to the same name) once the agent serves requests: the loader's audit module asks only then.
+inline constexpr char kServingEnvName[] = "LARDER_AGENT_SERVING";
+inline constexpr std::uint32_t kVersion = 5;
 
 enum class Op : std::uint32_t {
   kHello = 1,     // body: u32 version                 -> HelloReply + worker stats file path
@@ -31,6 +33,9 @@ enum class Op : std::uint32_t {
   kArena = 6,     // body: ArenaRequest                -> the arena file's path
   kStats = 7,     // body: u64 counter deltas          (no reply; only without a stats slot)
   kNodeFile = 8,  // body: FileRequest, path         -> the node file's name (Cache::node_file)
+  // The dynamic loader's audit module (runtime/audit; loader_objects.hpp):
+  kLoader = 9,  // body: none            -> the loader tree's root, '\0', the prefixes joined by ':'
+  kObject = 10,  // body: u32 exact, name -> ObjectReply + the name to open
 };
 
 // Reply status: 0, an errno of the file system (kRead), or kUnavailable: the agent cannot
@@ -63,6 +68,11 @@ struct FileRequest {
 struct PlaceReply {
   std::uint32_t node_local = 0;
   ChunkRecord record;
+};
+
+struct ObjectReply {
+  std::uint32_t kind = 0;  // ObjectKind
+  std::int32_t error = 0;  // kAbsent: the errno
 };
 
 struct ListReply {

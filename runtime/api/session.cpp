@@ -32,6 +32,8 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
     const std::string files = job_dir_.shm_job_dir() + "/files-" + std::to_string(node);
     if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) {
       node_files_dir_ = files;
+      const std::string tree = files + "/tree";
+      if (sys::mkdir(tree.c_str(), 0700) == 0 || errno == EEXIST) loader_root_ = tree;
     } else {
       LARDER_LOG_INFO("no node files: cannot create {}: {}", files, log::errno_text(errno));
     }

@@ -64,6 +64,8 @@ class Session final : public FileService {
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
                            std::uint64_t offset) override;
   Result<std::string> node_file(const CachedFile& file) override;
+  // The node's loader tree (runtime/api/loader_objects.hpp); empty when there is none.
+  const std::string& loader_root() const noexcept { return loader_root_; }
   // Collective: loads the trees under `roots` into the job's cache, spread over the ranks
   // (runtime/api/stage.hpp). The totals are the job's, the same on every rank.
   Result<StageTotals> stage(std::span<const std::string> roots);
@@ -108,6 +110,7 @@ class Session final : public FileService {
   std::unique_ptr<Transport> transport_seam_;
   std::function<std::int64_t()> clock_;      // Seams::clock (empty: the real clock)
   std::string node_files_dir_;               // Cache::node_file's directory (empty: none)
+  std::string loader_root_;                  // <node_files_dir_>/tree (empty: none)
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;
   FileTable files_;

@@ -32,18 +32,23 @@ void forward(int sig) {
   errno = saved;
 }
 
-// `envp` with LARDER_AGENT naming this rank's agent (replacing any other value), and, when the
-// rank has no running session, LARDER_ENABLE=0 so the new image never starts MPI either.
+// `envp` with LARDER_AGENT (and LARDER_AGENT_SERVING) naming this rank's agent (replacing any
+// other value), and, when the rank has no running session, LARDER_ENABLE=0 so the new image
+// never starts MPI either.
 std::vector<std::string> child_environment(char* const* envp, bool serve) {
   std::vector<std::string> out;
   for (char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
     const std::string_view kv(*e);
     if (kv.starts_with(std::string(agent::kEnvName) + "=")) continue;
+    if (kv.starts_with(std::string(agent::kServingEnvName) + "=")) continue;
     if (!serve && kv.starts_with("LARDER_ENABLE=")) continue;
     out.emplace_back(kv);
   }
   const char* name = std::getenv(agent::kEnvName);
   if (serve && name != nullptr) out.push_back(std::string(agent::kEnvName) + "=" + name);
+  const char* serving = std::getenv(agent::kServingEnvName);
+  if (serve && serving != nullptr)
+    out.push_back(std::string(agent::kServingEnvName) + "=" + serving);
   if (!serve) out.emplace_back("LARDER_ENABLE=0");
   return out;
 }

@@ -52,7 +52,12 @@ bool start_runtime(Runtime& rt) {
     return false;
   }
   if (agent::AgentServer* a = rt.agent()) {
-    if (Lease s = rt.session()) a->start(s->job_dir().worker_stats_path(s->topology().rank));
+    if (Lease s = rt.session()) {
+      a->start(s->job_dir().worker_stats_path(s->topology().rank));
+      // The loader's audit module asks the agent only from now on: before, a load made while
+      // MPI starts would wait for an agent that is not serving yet (runtime/audit).
+      ::setenv(agent::kServingEnvName, a->name().c_str(), 1);
+    }
   }
   return true;
 }

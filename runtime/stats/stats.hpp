@@ -56,7 +56,10 @@ namespace larder {
   X(stale_chunks, "stale_chunks")             \
   X(node_files, "node.files")                 \
   X(node_file_bytes, "node.file_bytes")       \
-  X(node_file_maps, "node.file_maps")
+  X(node_file_maps, "node.file_maps")         \
+  X(loader_objects, "loader.objects")         \
+  X(loader_absent, "loader.absent")           \
+  X(loader_original, "loader.original")
 
 enum class Counter : int {
 #define LARDER_STATS_ENUM(name, path) name,

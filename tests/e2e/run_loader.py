@@ -1,0 +1,134 @@
+"""e2e_loader: shared objects through the cache (issue 17). The test builds two libraries that
+find a third through RUNPATH $ORIGIN/..., a library loaded by absolute path, libraries found
+through LD_LIBRARY_PATH and loaded by forked and spawned workers, a Python extension module and a
+library outside the prefix, then runs loader/py_loader.py in 4 ranks on 2 emulated nodes with
+the preload and the audit module (LD_AUDIT), and without either.
+
+Checks: every result (values, __file__, dladdr and dl_iterate_phdr names, the loader's error
+texts for missing libraries) equals the plain run's; each library under the prefix was read from
+the PFS once in the job (Larder's PFS bytes are the libraries' bytes) and made into one node
+file per node; the candidates that do not exist were answered without the PFS. Then the fault
+cases: a memory tier too small for the libraries (with LD_BIND_NOW=1: the loads fall back to the
+original paths) and a process with no rank (LD_AUDIT alone): same results."""
+import argparse
+import json
+import os
+import subprocess
+import sysconfig
+
+from e2e_util import PYTHON, Job, check, common_args, read_stats
+
+RANKS = 4
+NODE_SIZE = 2
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loader")
+
+
+def cc(out, sources, *flags):
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", out, *sources, *flags], check=True)
+
+
+def build(data, outside):
+    """The libraries under the prefix (`data`), by name; and one outside it."""
+    lib, lib2, lib3 = (os.path.join(data, d) for d in ("lib", "lib2", "lib3"))
+    runpath = lambda rel: f"-Wl,--enable-new-dtags,-rpath,$ORIGIN/{rel}"  # noqa: E731
+    built = {
+        "libb": os.path.join(lib, "libb.so"),
+        "liba": os.path.join(lib2, "liba.so"),
+        "plug": os.path.join(data, "plug", "libplug.so"),
+        "value3": os.path.join(lib3, "libvalue3.so"),
+        "fork": os.path.join(data, "plug", "libfork.so"),
+        "spawn": os.path.join(data, "plug", "libspawn.so"),
+        "ext": os.path.join(data, "site", "lplext" + sysconfig.get_config_var("EXT_SUFFIX")),
+    }
+    cc(built["libb"], [os.path.join(HERE, "libb.c")])
+    cc(built["liba"], [os.path.join(HERE, "liba.c")], f"-L{lib}", "-lb", runpath("../lib"))
+    cc(built["plug"], [os.path.join(HERE, "libplug.c")], f"-L{lib}", "-lb", runpath("../lib"))
+    for key, value in (("value3", 3), ("fork", 5), ("spawn", 7)):
+        cc(built[key], [os.path.join(HERE, "libvalue.c")], f"-DVALUE={value}")
+    cc(outside, [os.path.join(HERE, "libvalue.c")], "-DVALUE=11")
+    cc(built["ext"], [os.path.join(HERE, "lplext.c")], f"-I{sysconfig.get_paths()['include']}",
+       f"-L{lib2}", "-la", runpath("../lib2"))
+    return built
+
+
+def results(prefix, n):
+    out = []
+    for r in range(n):
+        with open(f"{prefix}.{r}") as f:
+            out.append(json.load(f))
+    return out
+
+
+def main():
+    parser = common_args(argparse.ArgumentParser())
+    parser.add_argument("--audit", required=True)
+    args = parser.parse_args()
+    job = Job(args, "loader")
+    try:
+        outside = os.path.join(job.root, "outside", "libvalue11.so")
+        built = build(job.data, outside)
+        lib_bytes = sum(os.path.getsize(p) for p in built.values())
+        program = os.path.join(HERE, "py_loader.py")
+        search = {"LD_LIBRARY_PATH": os.path.join(job.data, "lib3")}
+
+        def run(tag, env, n=RANKS):
+            prefix = os.path.join(job.root, tag)
+            job.mpiexec(n, [PYTHON, program, job.data, prefix, outside], env, timeout=180)
+            return results(prefix, n)
+
+        plain = run("plain", job.env(preload=False, extra=search))
+        print("plain:", json.dumps(plain[0], sort_keys=True))
+        check(plain[0]["ext_value"] == 43 and plain[0]["plug_value"] == 84 and
+              plain[0]["fork_value"] == 5 and plain[0]["spawn_value"] == 7,
+              "the plain run computes the expected values")
+
+        stats = os.path.join(job.root, "stats.json")
+        env = job.env(stats=stats, extra=dict(search, LD_AUDIT=args.audit,
+                                              LARDER_NODE_SIZE=str(NODE_SIZE)))
+        got = run("larder", env)
+        for r, g in enumerate(got):
+            diff = {k: (g.get(k), plain[r].get(k)) for k in set(g) | set(plain[r])
+                    if g.get(k) != plain[r].get(k)}
+            check(not diff, f"rank {r}: every result equals the plain run's {diff or ''}")
+        s = read_stats(stats)
+        print("loader:", s.get("loader"), "node:", s.get("node", {}).get("files"),
+              "pfs:", s["pfs"])
+        nodes = RANKS // NODE_SIZE
+        check(s["pfs"]["bytes_read"] == lib_bytes,
+              f"each library under the prefix was read from the PFS once in the job "
+              f"({s['pfs']['bytes_read']} bytes, the libraries have {lib_bytes})")
+        check(s["node"]["files"] == nodes * len(built),
+              f"one node file per library per node ({s['node']['files']})")
+        # Loads of the 4 ranks (ext, liba, libb, plug, value3) and their 4 workers (fork, spawn).
+        check(s["loader"]["objects"] == RANKS * 7,
+              f"every load under the prefix was served from a node file ({s['loader']['objects']})")
+        check(s["loader"]["absent"] > 0 and s["loader"]["original"] == 0,
+              f"candidates that do not exist were answered from the cache "
+              f"({s['loader']['absent']}), none fell back")
+
+        # A memory tier too small for the node files, and LD_BIND_NOW=1 (glibc's audit
+        # interface and immediate binding together): every load falls back to its original path.
+        full_stats = os.path.join(job.root, "full.json")
+        small = job.env(stats=full_stats,
+                        extra=dict(search, LD_AUDIT=args.audit, LD_BIND_NOW="1",
+                                   LARDER_NODE_SIZE=str(NODE_SIZE), LARDER_MEM="128K"))
+        got = run("full", small)
+        s = read_stats(full_stats)
+        check(all(g == p for g, p in zip(got, plain)) and s["loader"]["original"] > 0,
+              f"a full tier (LD_BIND_NOW=1): the same results, {s['loader']['original']} loads "
+              f"from the original paths")
+
+        # A process with no rank: the audit module alone (no preload, no launcher).
+        lone = job.env(preload=False, extra=dict(search, LD_AUDIT=args.audit))
+        prefix = os.path.join(job.root, "lone")
+        subprocess.run([PYTHON, program, job.data, prefix, outside], env=lone, check=True,
+                       timeout=120 * args.timeout_scale)
+        check(results(prefix, 1)[0] == plain[0], "a process with no rank: the same results")
+        job.finish()
+    finally:
+        job.close()
+
+
+if __name__ == "__main__":
+    main()
