@@ -1,0 +1,78 @@
+"""e2e_import_torch: `import torch` of a real environment tree (scripts/build-env-tree.py: the
+machine's torch and numpy, their shared-library closure) in 4 ranks on 2 emulated nodes, with
+the preload and the loader's audit module, as the README launches it; and without Larder.
+
+Checks: the tensor result equals the plain run's; the PFS bytes Larder read are at most 1.05 x the
+bytes of the tree's files the import used (once per job, not once per rank or node); every
+shared object loaded after Larder started came from a node file, one per object per node."""
+import argparse
+import os
+import subprocess
+
+from e2e_util import PYTHON, Job, check, common_args, read_stats
+
+RANKS = 4
+NODE_SIZE = 2
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILDER = os.path.join(HERE, "..", "..", "scripts", "build-env-tree.py")
+
+
+def main():
+    parser = common_args(argparse.ArgumentParser())
+    parser.add_argument("--audit", required=True)
+    args = parser.parse_args()
+    job = Job(args, "import-torch")
+    try:
+        tree = os.path.join(job.data, "env")
+        subprocess.run([PYTHON, BUILDER, tree], check=True, timeout=600)
+        paths = {"PYTHONPATH": os.path.join(tree, "site"),
+                 "LD_LIBRARY_PATH": f"{tree}/lib:{tree}/site/torch/lib",
+                 "PYTHONDONTWRITEBYTECODE": "1", "LPL_TREE": tree}
+        program = os.path.join(HERE, "py_import_torch.py")
+
+        def run(tag, env):
+            prefix = os.path.join(job.root, tag)
+            job.mpiexec(RANKS, [PYTHON, program, prefix], env, timeout=600)
+            out = []
+            for r in range(RANKS):
+                with open(f"{prefix}.{r}") as f:
+                    out.append(__import__("json").load(f))
+            return out
+
+        plain = run("plain", job.env(preload=False, extra=paths))
+        opened = {}
+        for p in plain:
+            opened.update(p["opened"])
+        opened_bytes = sum(opened.values())
+        print(f"plain: import torch opened {len(opened)} files of the tree, "
+              f"{opened_bytes / 1e6:.1f} MB; slowest rank {max(p['seconds'] for p in plain):.2f} s")
+
+        stats = os.path.join(job.root, "stats.json")
+        env = job.env(stats=stats, extra=dict(paths, LD_AUDIT=args.audit,
+                                              LARDER_NODE_SIZE=str(NODE_SIZE), LARDER_MEM="4G",
+                                              LARDER_CHUNK="4M"))
+        got = run("larder", env)
+        print(f"larder: slowest rank {max(g['seconds'] for g in got):.2f} s")
+        check(all(g["r"] == plain[0]["r"] for g in got), "every rank computes the plain result")
+        s = read_stats(stats)
+        print("loader:", s["loader"], "node files:", s["node"]["files"], "pfs:", s["pfs"])
+        ratio = s["pfs"]["bytes_read"] / opened_bytes
+        check(ratio <= 1.05,
+              f"PFS bytes read by Larder {s['pfs']['bytes_read'] / 1e6:.1f} MB = {ratio:.3f} x the "
+              f"bytes the import used (at most 1.05 x, once per job)")
+        served = s["loader"]["objects"]
+        check(served > 0 and served % RANKS == 0 and s["loader"]["original"] == 0,
+              f"every object loaded after Larder started came from a node file ({served})")
+        nodes = RANKS // NODE_SIZE
+        check(s["node"]["files"] == nodes * served // RANKS,
+              f"one node file per object per node ({s['node']['files']} for {served // RANKS} "
+              f"objects on {nodes} nodes)")
+        check(all(g["mapped_from_node_files"] >= served // RANKS for g in got),
+              "every rank maps the node files")
+        job.finish()
+    finally:
+        job.close()
+
+
+if __name__ == "__main__":
+    main()
