@@ -64,6 +64,12 @@ struct State {
 
 State g;
 
+// An address from the ELF dynamic section as a pointer (the loader's addresses are integers).
+template <class T>
+T* as_ptr(ElfW(Addr) address) {
+  return reinterpret_cast<T*>(address);  // NOLINT(performance-no-int-to-ptr): ELF addresses
+}
+
 // The address of `name` in a loaded object, from its GNU hash table (dlsym on a handle of
 // another namespace is not safe from inside the loader's callbacks).
 void* find_symbol(const link_map* map, const char* name) {
@@ -72,9 +78,9 @@ void* find_symbol(const link_map* map, const char* name) {
   const std::uint32_t* gnu = nullptr;
   auto at = [map](ElfW(Addr) v) { return v < map->l_addr ? v + map->l_addr : v; };
   for (const ElfW(Dyn)* d = map->l_ld; d != nullptr && d->d_tag != DT_NULL; ++d) {
-    if (d->d_tag == DT_SYMTAB) symtab = reinterpret_cast<const ElfW(Sym)*>(at(d->d_un.d_ptr));
-    if (d->d_tag == DT_STRTAB) strtab = reinterpret_cast<const char*>(at(d->d_un.d_ptr));
-    if (d->d_tag == DT_GNU_HASH) gnu = reinterpret_cast<const std::uint32_t*>(at(d->d_un.d_ptr));
+    if (d->d_tag == DT_SYMTAB) symtab = as_ptr<const ElfW(Sym)>(at(d->d_un.d_ptr));
+    if (d->d_tag == DT_STRTAB) strtab = as_ptr<const char>(at(d->d_un.d_ptr));
+    if (d->d_tag == DT_GNU_HASH) gnu = as_ptr<const std::uint32_t>(at(d->d_un.d_ptr));
   }
   if (symtab == nullptr || strtab == nullptr || gnu == nullptr || gnu[0] == 0) return nullptr;
   const std::uint32_t nbuckets = gnu[0];
@@ -91,7 +97,7 @@ void* find_symbol(const link_map* map, const char* name) {
     const std::uint32_t ch = chain[i - symoffset];
     if ((h | 1) == (ch | 1) && std::strcmp(strtab + symtab[i].st_name, name) == 0 &&
         symtab[i].st_shndx != SHN_UNDEF) {
-      return reinterpret_cast<void*>(map->l_addr + symtab[i].st_value);
+      return as_ptr<void>(map->l_addr + symtab[i].st_value);
     }
     if ((ch & 1) != 0) return nullptr;
   }
