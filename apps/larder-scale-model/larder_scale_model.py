@@ -21,6 +21,8 @@ protocols, two workloads:
   W1 torch  an `import torch`-like tree: 2,352 files, 68 MB, 431 directories; every rank lists
             every directory, then stats, opens and reads every file once
   W2 hot    every rank opens and reads the same 64 MiB file at once
+  W3 torch .so  the 296 shared objects (509.8 MB) `import torch` maps, loaded by every rank
+            through the loader's audit module (opened by path, never listed)
 
 Assumptions that shape the times (docs/scale.md has the whole list): nodes move in step (they
 start together, and every step ends when its slowest answer arrives), so each sequential step
@@ -127,6 +129,25 @@ def torch_like():
     for i in range(TORCH_DIRS - 1):
         dirs[i % TORCH_DIRS].subdirs += 1
     return Workload("W1 torch", dirs)
+
+
+# The shared objects `import torch` maps from scripts/build-env-tree.py's tree on this machine
+# (Debian's torch 1.13 with its library closure): 296 objects, 509.8 MB, by size class (count,
+# mean size); the six largest are kept as they are. Opened by path (the loader's candidates),
+# never listed: one lookup and every chunk per object, in every rank (the audit module).
+SHARED_OBJECT_CLASSES = [(9, 14175), (49, 41688), (88, 144187), (88, 510434), (42, 2303663),
+                         (14, 6800000), (1, 16394944), (1, 16849840), (1, 23798344),
+                         (1, 31262256), (1, 39644304), (1, 119940888)]
+
+
+def torch_objects():
+    """W3: the shared objects of `import torch` (through LD_AUDIT), in the tree's two library
+    directories."""
+    sizes = sorted((s for n, s in SHARED_OBJECT_CLASSES for _ in range(n)), reverse=True)
+    dirs = [Dir([]), Dir([])]
+    for i, size in enumerate(sizes):
+        dirs[i % 2].files.append(size)
+    return Workload("W3 torch .so", dirs, listed=False)
 
 
 def hot_file(size=HOT_FILE):
@@ -739,8 +760,9 @@ def plot(rows, out):
                 label = "Copper-like" if p == "copper" else p
                 lines.append(f"'{dat}' u 1:2 w lp lw 2 t '{label}'")
             panels.append(f"set title '{wname}: projected time (model)'; plot " + ", ".join(lines))
-        script = ("set terminal pngcairo size 1200,500; set output '" + out + "';"
-                  "set multiplot layout 1,2; set logscale xy; set grid; set key left top;"
+        script = (f"set terminal pngcairo size {600 * len(panels)},500; set output '{out}';"
+                  f"set multiplot layout 1,{len(panels)}; set logscale xy; set grid;"
+                  "set key left top;"
                   "set xlabel 'nodes (12 ranks each)'; set ylabel 'seconds';"
                   "set xtics (64,128,256,512,1024,2048,4096,8192);"
                   f"set xrange [{min(r['nodes'] for r in rows) / 1.3}:"
@@ -775,7 +797,7 @@ def main(argv=None):
     s = Settings(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Settings)})
     c = Costs(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Costs)})
     node_counts = [int(x) for x in args.nodes.split(",")]
-    rows = project([torch_like(), hot_file()], node_counts, s, c)
+    rows = project([torch_like(), hot_file(), torch_objects()], node_counts, s, c)
     if args.check:
         return 0 if run_check(args.calibration, rows, s, c) else 1
     if args.json:
