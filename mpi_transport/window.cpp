@@ -49,6 +49,28 @@ Result<Window> Window::expose(MPI_Comm comm, void* base, std::size_t bytes) {
   return finish(win, base);
 }
 
+Result<Window> Window::dynamic(MPI_Comm comm) {
+  MPI_Win win = MPI_WIN_NULL;
+  if (Status s =
+          from_mpi(MPI_Win_create_dynamic(MPI_INFO_NULL, comm, &win), "MPI_Win_create_dynamic");
+      !s.ok()) {
+    return s;
+  }
+  return finish(win, nullptr);
+}
+
+Status Window::attach(void* base, std::size_t bytes) {
+  if (win_ == MPI_WIN_NULL) return {Errc::kInvalidArgument, EINVAL, "no window"};
+  if (bytes == 0) return {};
+  if (Status s =
+          from_mpi(MPI_Win_attach(win_, base, static_cast<MPI_Aint>(bytes)), "MPI_Win_attach");
+      !s.ok()) {
+    return s;
+  }
+  attached_.push_back(base);
+  return {};
+}
+
 Window::~Window() {
   if (win_ != MPI_WIN_NULL) LARDER_LOG_WARN("an MPI window was not freed (close() not called)");
 }
@@ -56,6 +78,10 @@ Window::~Window() {
 Status Window::close() {
   if (win_ == MPI_WIN_NULL) return {};
   Status s = from_mpi(MPI_Win_unlock_all(win_), "MPI_Win_unlock_all");
+  for (void* base : attached_) {
+    if (Status d = from_mpi(MPI_Win_detach(win_, base), "MPI_Win_detach"); s.ok()) s = d;
+  }
+  attached_.clear();
   Status f = from_mpi(MPI_Win_free(&win_), "MPI_Win_free");
   win_ = MPI_WIN_NULL;
   return s.ok() ? f : s;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "runtime/common/status.hpp"
 
@@ -20,12 +21,21 @@ class Window {
   static Result<Window> allocate(MPI_Comm comm, std::size_t bytes);
   // MPI_Win_create over memory the caller owns and keeps alive until close(). Collective.
   static Result<Window> expose(MPI_Comm comm, void* base, std::size_t bytes);
+  // MPI_Win_create_dynamic: memory is attached later, one range at a time (attach()), and
+  // addressed by its absolute address (MPI_Get_address). Collective.
+  static Result<Window> dynamic(MPI_Comm comm);
+  // MPI_Win_attach of [base, base + bytes) to a dynamic window (local). The memory stays
+  // attached until close().
+  Status attach(void* base, std::size_t bytes);
 
   Window(Window&& o) noexcept
-      : win_(std::exchange(o.win_, MPI_WIN_NULL)), base_(std::exchange(o.base_, nullptr)) {}
+      : win_(std::exchange(o.win_, MPI_WIN_NULL)),
+        base_(std::exchange(o.base_, nullptr)),
+        attached_(std::move(o.attached_)) {}
   Window& operator=(Window&& o) noexcept {
     std::swap(win_, o.win_);
     std::swap(base_, o.base_);
+    std::swap(attached_, o.attached_);
     return *this;
   }
   Window(const Window&) = delete;
@@ -40,6 +50,7 @@ class Window {
   static Result<Window> finish(MPI_Win win, void* base);
   MPI_Win win_ = MPI_WIN_NULL;
   void* base_ = nullptr;
+  std::vector<void*> attached_;  // dynamic windows: detached at close()
 };
 
 }  // namespace larder::mpi

@@ -174,10 +174,6 @@ Status Fabric::issue_get(const GetOp& op, Completion& c, Peer** peer_out, void**
   if (!peer.ok()) return peer.status();
   Peer& p = **peer;
   *peer_out = &p;
-  const int t = static_cast<int>(op.tier);
-  if (op.offset + op.into.size() > p.info().arena_size[t]) {
-    return {Errc::kInvalidArgument, ERANGE, "get beyond the end of the peer's arena"};
-  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = &on_request_done;
@@ -186,8 +182,26 @@ Status Fabric::issue_get(const GetOp& op, Completion& c, Peer** peer_out, void**
   {
     std::shared_lock lock(peers_mu_);
     if (p.failed() || !p.connected()) return {Errc::kTransport, 0, "ucx peer has failed"};
-    request_or_error = ucp_get_nbx(p.endpoint(), op.into.data(), op.into.size(),
-                                   p.info().arena_base[t] + op.offset, p.rkey(op.tier), &param);
+    std::uint64_t base = 0;
+    std::uint64_t size = 0;
+    ucp_rkey_h rkey = nullptr;
+    if (op.tier == Tier::kFile) {
+      const Peer::Segment* seg = p.segment(op.segment);
+      if (seg == nullptr) return {Errc::kUnavailable, 0, "segment not learned"};
+      base = seg->base;
+      size = seg->size;
+      rkey = seg->rkey;
+    } else {
+      const int t = static_cast<int>(op.tier);
+      base = p.info().arena_base[t];
+      size = p.info().arena_size[t];
+      rkey = p.rkey(op.tier);
+    }
+    if (op.offset + op.into.size() > size || rkey == nullptr) {
+      return {Errc::kInvalidArgument, ERANGE, "get beyond the end of the peer's memory"};
+    }
+    request_or_error =
+        ucp_get_nbx(p.endpoint(), op.into.data(), op.into.size(), base + op.offset, rkey, &param);
   }
   if (UCS_PTR_IS_ERR(request_or_error)) {
     p.mark_failed();
@@ -197,11 +211,59 @@ Status Fabric::issue_get(const GetOp& op, Completion& c, Peer** peer_out, void**
   return {};
 }
 
-Status Fabric::get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) {
-  const GetOp op{owner, tier, offset, into};
+Status Fabric::get(const GetOp& op) {
   Status out;
   get_many(std::span(&op, 1), std::span(&out, 1));
   return out;
+}
+
+Result<std::vector<std::byte>> Fabric::expose(std::uint32_t /*segment*/,
+                                              std::span<std::byte> memory) {
+  if (closing_.load(std::memory_order_acquire) || !context_) {
+    return Status(Errc::kUnavailable, 0, "the ucx transport is closing");
+  }
+  // Descriptor: base (8 bytes), size (8 bytes), the packed remote key.
+  std::vector<std::byte> desc(16);
+  const auto base = reinterpret_cast<std::uint64_t>(memory.data());
+  const std::uint64_t size = memory.size();
+  std::memcpy(desc.data(), &base, 8);
+  std::memcpy(desc.data() + 8, &size, 8);
+  if (memory.empty()) return desc;
+  auto reg = Registration::map(context_.get(), memory.data(), memory.size());
+  if (!reg.ok()) return reg.status();
+  auto packed = reg->packed_rkey();
+  if (!packed.ok()) return packed.status();
+  if (desc.size() + packed->size() > kMaxSegmentDescriptor) {
+    return Status(Errc::kUnavailable, 0,
+                  "the remote key of a segment (" + std::to_string(packed->size()) +
+                      " bytes) does not fit a directory entry");
+  }
+  desc.insert(desc.end(), packed->begin(), packed->end());
+  std::lock_guard lock(segments_mu_);
+  segment_registrations_.push_back(std::move(*reg));
+  return desc;
+}
+
+bool Fabric::knows(int owner, std::uint32_t segment) {
+  if (owner < 0 || owner >= size_) return false;
+  std::shared_lock lock(peers_mu_);
+  const Peer* p = peers_[static_cast<std::size_t>(owner)].get();
+  return p->connected() && p->segment(segment) != nullptr;
+}
+
+Status Fabric::learn(int owner, std::uint32_t segment, std::span<const std::byte> descriptor) {
+  if (descriptor.size() < 16) return {Errc::kInvalidArgument, EINVAL, "bad segment descriptor"};
+  auto peer = connected_peer(owner);
+  if (!peer.ok()) return peer.status();
+  std::uint64_t base = 0;
+  std::uint64_t size = 0;
+  std::memcpy(&base, descriptor.data(), 8);
+  std::memcpy(&size, descriptor.data() + 8, 8);
+  std::unique_lock lock(peers_mu_);
+  if ((*peer)->failed() || !(*peer)->connected()) {
+    return {Errc::kTransport, 0, "ucx peer has failed"};
+  }
+  return (*peer)->add_segment(segment, base, size, descriptor.subspan(16));
 }
 
 void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
@@ -327,6 +389,10 @@ Status Fabric::close() {
     if (peer && worker_) peer->close(worker_.get());
   }
   peers_.clear();
+  {
+    std::lock_guard segments(segments_mu_);
+    segment_registrations_.clear();
+  }
   registrations_.clear();
   worker_.reset();
   context_.reset();

@@ -51,8 +51,12 @@ class Fabric final : public ClosableTransport {
   ~Fabric() override;
 
   const char* name() const noexcept override { return "ucx"; }
-  Status get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) override;
+  Status get(const GetOp& op) override;
   void get_many(std::span<const GetOp> ops, std::span<Status> out) override;
+  Result<std::vector<std::byte>> expose(std::uint32_t segment,
+                                        std::span<std::byte> memory) override;
+  bool knows(int owner, std::uint32_t segment) override;
+  Status learn(int owner, std::uint32_t segment, std::span<const std::byte> descriptor) override;
   std::vector<ProgressSource> progress_sources() override;
   ShardOps* shards() noexcept override;
   Messenger* messenger() noexcept override;
@@ -91,6 +95,8 @@ class Fabric final : public ClosableTransport {
   WorkerPtr worker_;
   int event_fd_ = -1;
   std::vector<Registration> registrations_;
+  std::mutex segments_mu_;
+  std::vector<Registration> segment_registrations_;  // guarded by segments_mu_
   std::shared_mutex peers_mu_;                // unique: connect and force-close; shared: issue gets
   std::vector<std::unique_ptr<Peer>> peers_;  // index = rank
   // Made after the endpoints' information, released before the endpoints (close()).

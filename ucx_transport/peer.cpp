@@ -47,11 +47,31 @@ Status Peer::connect(ucp_worker_h worker, const std::vector<std::byte>& address,
   return {};
 }
 
+Status Peer::add_segment(std::uint32_t id, std::uint64_t base, std::uint64_t size,
+                         std::span<const std::byte> packed) {
+  if (segments_.contains(id)) return {};
+  if (ep_ == nullptr) return {Errc::kTransport, 0, "ucx peer is not connected"};
+  Segment seg{base, size, nullptr};
+  if (!packed.empty()) {
+    if (Status s =
+            from_ucs(ucp_ep_rkey_unpack(ep_, packed.data(), &seg.rkey), "ucp_ep_rkey_unpack");
+        !s.ok()) {
+      return s;
+    }
+  }
+  segments_.emplace(id, seg);
+  return {};
+}
+
 void Peer::close(ucp_worker_h worker) noexcept {
   for (ucp_rkey_h& k : rkeys_) {
     if (k != nullptr) ucp_rkey_destroy(k);
     k = nullptr;
   }
+  for (auto& [id, seg] : segments_) {
+    if (seg.rkey != nullptr) ucp_rkey_destroy(seg.rkey);
+  }
+  segments_.clear();
   if (ep_ == nullptr) return;
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;

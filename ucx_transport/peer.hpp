@@ -9,6 +9,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/common/status.hpp"
@@ -41,6 +43,21 @@ class Peer {
   ucp_rkey_h rkey(Tier tier) const noexcept { return rkeys_[static_cast<int>(tier)]; }
   const PeerInfo& info() const noexcept { return info_; }
 
+  // A segment of this peer (Transport::learn): its address, size and unpacked key. The fabric
+  // serialises add_segment() against readers (its peers mutex, unique for adding).
+  struct Segment {
+    std::uint64_t base = 0;
+    std::uint64_t size = 0;
+    ucp_rkey_h rkey = nullptr;
+  };
+  // Unpacks `packed` on the endpoint (connect() first). Adding a known segment again is a no-op.
+  Status add_segment(std::uint32_t id, std::uint64_t base, std::uint64_t size,
+                     std::span<const std::byte> packed);
+  const Segment* segment(std::uint32_t id) const noexcept {
+    auto it = segments_.find(id);
+    return it == segments_.end() ? nullptr : &it->second;
+  }
+
   // Set by the endpoint error handler (progress thread) or a timed-out get; read before gets.
   // True when this call marked it (the first failure).
   bool mark_failed() noexcept { return !failed_.exchange(true, std::memory_order_acq_rel); }
@@ -56,6 +73,7 @@ class Peer {
   PeerInfo info_;
   ucp_ep_h ep_ = nullptr;
   std::array<ucp_rkey_h, kTierCount> rkeys_{};
+  std::unordered_map<std::uint32_t, Segment> segments_;
   std::atomic<bool> failed_{false};
   const std::atomic<bool>* closing_ = nullptr;
 };

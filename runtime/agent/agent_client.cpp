@@ -80,10 +80,11 @@ AgentClient::AgentClient(int fd, Config config, int rank, std::uint64_t chunk_si
       config_(std::move(config)),
       rank_(rank),
       chunk_size_(chunk_size),
-      arenas_([this](int r, Tier tier) -> std::string {
+      arenas_([this](int r, Tier tier, std::uint32_t segment) -> std::string {
         ArenaRequest req;
         req.rank = r;
         req.tier = tier;
+        req.segment = segment;
         auto reply = call(Op::kArena, bytes_of(req), {});
         if (!reply.ok() || reply->status != 0) return {};
         return {reinterpret_cast<const char*>(reply->body.data()), reply->body.size()};
@@ -222,7 +223,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     places_.insert_or_assign(key, rec);
   }
   if (offset_in_chunk + into.size() > rec.length) return false;
-  auto arena = arenas_.get(rec.owner, rec.tier);
+  auto arena = arenas_.get(rec.owner, rec.tier, rec.segment);
   if (!arena.ok() || rec.offset + offset_in_chunk + into.size() > (*arena)->capacity()) {
     return false;
   }

@@ -250,8 +250,9 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       if (req.rank < 0 || req.rank >= t.size || !t.same_node(req.rank, t.rank)) {
         return unavailable(fd, op);
       }
-      return send_message(fd, op, 0,
-                          bytes_of(std::string_view(s->job_dir().arena_path(req.rank, req.tier))));
+      const std::string path = s->storage_path(req.rank, req.tier, req.segment);
+      if (path.empty()) return unavailable(fd, op);
+      return send_message(fd, op, 0, bytes_of(std::string_view(path)));
     }
     case Op::kStats: {
       const std::size_t n = std::min<std::size_t>(body.size() / 8, kCounterCount);

@@ -22,7 +22,7 @@ namespace larder::agent {
 inline constexpr char kEnvName[] = "LARDER_AGENT";
 // Set (to the same name) once the agent serves requests: the loader's audit module asks only then.
 inline constexpr char kServingEnvName[] = "LARDER_AGENT_SERVING";
-inline constexpr std::uint32_t kVersion = 5;
+inline constexpr std::uint32_t kVersion = 6;
 
 enum class Op : std::uint32_t {
   kHello = 1,     // body: u32 version                 -> HelloReply + worker stats file path
@@ -30,7 +30,7 @@ enum class Op : std::uint32_t {
   kList = 3,      // body: path                        -> ListReply + records
   kPlace = 4,     // body: FileRequest, path           -> PlaceReply
   kRead = 5,      // body: FileRequest, path           -> the bytes
-  kArena = 6,     // body: ArenaRequest                -> the arena file's path
+  kArena = 6,     // body: ArenaRequest                -> the arena's (or segment's) file path
   kStats = 7,     // body: u64 counter deltas          (no reply; only without a stats slot)
   kNodeFile = 8,  // body: FileRequest, path         -> the node file's name (Cache::node_file)
   // The dynamic loader's audit module (runtime/audit; loader_objects.hpp):
@@ -83,6 +83,7 @@ struct ListReply {
 struct ArenaRequest {
   std::int32_t rank = -1;
   Tier tier = Tier::kMem;
+  std::uint32_t segment = 0;  // tier kFile: which of the rank's segments
 };
 
 // Largest request or reply body either side accepts (a chunk is at most 1 GiB).

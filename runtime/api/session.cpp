@@ -2,6 +2,8 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 
 #include "mpi_transport/mpi_job.hpp"
 #include "runtime/common/log.hpp"
@@ -32,6 +34,7 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
     const std::string files = job_dir_.shm_job_dir() + "/files-" + std::to_string(node);
     if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) {
       node_files_dir_ = files;
+      segments_ = std::make_unique<Segments>(files, topology_.rank);
       const std::string tree = files + "/tree";
       if (sys::mkdir(tree.c_str(), 0700) == 0 || errno == EEXIST) loader_root_ = tree;
     } else {
@@ -105,6 +108,9 @@ void Session::build_cache() {
   parts.topology = topology_;
   parts.clock = clock_;
   parts.node_files_dir = node_files_dir_;
+  parts.segments = segments_.get();
+  const char* audit = std::getenv("LD_AUDIT");
+  parts.objects_as_node_files = audit != nullptr && std::strstr(audit, "larder_audit") != nullptr;
   cache_ = std::make_unique<Cache>(std::move(parts));
 }
 
@@ -150,8 +156,10 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
   }
   if (mpi.node_leader()) JobDir::clean_stale_jobs(c.shm_dir, c.local_dir, mpi.job_id());
   s->pfs_ = std::make_unique<PosixFileSystem>(s->stats_);
-  s->peers_ = std::make_unique<PeerArenas>(
-      [d = &s->job_dir_](int r, Tier tier) { return d->arena_path(r, tier); });
+  s->peers_ =
+      std::make_unique<PeerArenas>([self = s.get()](int r, Tier tier, std::uint32_t segment) {
+        return self->storage_path(r, tier, segment);
+      });
   s->load_ = std::make_unique<PeerLoad>(s->topology_.size);
   s->build_node_table();
   if (Status st = mpi.agree(mpi.start(c, s->tiers_, s->load_.get(), seams.ucx_dead_peer));
@@ -170,6 +178,12 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
                     format_size(c.chunk_size), s->transport_view_->name());
   }
   return s;
+}
+
+std::string Session::storage_path(int rank, Tier tier, std::uint32_t segment) const {
+  if (tier != Tier::kFile) return job_dir_.arena_path(rank, tier);
+  if (node_files_dir_.empty()) return {};
+  return Segments::path(node_files_dir_, rank, segment);
 }
 
 Result<PathRecord> Session::lookup(const std::string& path) {
@@ -310,6 +324,7 @@ Status Session::close_mpi() {
   // After mpi.close() every rank of the job has passed its final barrier: nobody reads our
   // arenas any more. Each rank removes its own files; the node leader removes the directory.
   cache_.reset();
+  segments_.reset();
   tiers_ = LocalTiers();
   peers_.reset();
   if (mpi.node_leader()) job_dir_.remove_all();

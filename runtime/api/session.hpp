@@ -25,6 +25,7 @@
 #include "runtime/tier/job_dir.hpp"
 #include "runtime/tier/local_tiers.hpp"
 #include "runtime/tier/peer_arenas.hpp"
+#include "runtime/tier/segments.hpp"
 #include "runtime/transport/progress_thread.hpp"
 #include "runtime/transport/topology.hpp"
 #include "runtime/transport/transport.hpp"
@@ -75,6 +76,9 @@ class Session final : public FileService {
   FileTable& files() noexcept { return files_; }
   const Topology& topology() const noexcept { return topology_; }
   const JobDir& job_dir() const noexcept { return job_dir_; }
+  // The file of rank `rank`'s arena `tier` (or, for Tier::kFile, its segment `segment`) on this
+  // node; empty when there is none.
+  std::string storage_path(int rank, Tier tier, std::uint32_t segment) const;
   // The collective side; null for a local session (the C API's job-wide stats use it).
   MpiJob* mpi_job() noexcept { return mpi_.get(); }
 
@@ -97,6 +101,7 @@ class Session final : public FileService {
   Topology topology_;
   JobDir job_dir_;
   LocalTiers tiers_;
+  std::unique_ptr<Segments> segments_;  // null without a files directory
   std::unique_ptr<PeerArenas> peers_;
   std::unique_ptr<NodeTable> node_table_;  // null: a local session, or the table failed
   std::unique_ptr<PeerLoad> load_;

@@ -30,7 +30,9 @@ Cache::Cache(CacheParts parts)
       topology_(std::move(parts.topology)),
       nodes_(static_cast<std::uint64_t>(topology_.node_count())),
       clock_(std::move(parts.clock)),
-      node_files_dir_(std::move(parts.node_files_dir)) {}
+      node_files_dir_(std::move(parts.node_files_dir)),
+      segments_(parts.segments),
+      objects_as_node_files_(parts.objects_as_node_files) {}
 
 bool Cache::memo_find(const Key& key, Payload* out) {
   std::shared_lock lock(memo_mu_);
@@ -62,9 +64,10 @@ NodeTable::Found Cache::node_acquire(const Key& key, std::chrono::milliseconds t
   return found;
 }
 
-Status Cache::timed_get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) {
+Status Cache::timed_get(const Transport::GetOp& op) {
   const auto start = std::chrono::steady_clock::now();
-  Status s = transport_->get(owner, tier, offset, into);
+  Status s = op.tier == Tier::kFile ? learn_segment(op.owner, op.segment) : Status();
+  if (s.ok()) s = transport_->get(op);
   stats_.add(Counter::transport_ns, ns_since(start));
   return s;
 }
@@ -118,15 +121,16 @@ Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
   return out;
 }
 
-Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index) {
+Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index,
+                                     const ChunkRecord* into) {
   const Key key = chunk_key(file.id, index);
   ChunkRecord direct;
   direct.owner = kDirectOwner;
   const Payload read_pfs = pack(direct);
   const Answer a = resolve(
       key, kClaimIt | kTicket,
-      [&](std::uint64_t ticket) { return load_chunk(file, index, ticket); },
-      [&](const Payload& p, std::uint64_t ticket) { return localize_chunk(key, p, ticket); },
+      [&](std::uint64_t ticket) { return load_chunk(file, index, ticket, false, into); },
+      [&](const Payload& p, std::uint64_t ticket) { return localize_chunk(key, p, ticket, into); },
       &read_pfs);
   switch (a.kind) {
     case Answer::Kind::kCached: {
@@ -149,13 +153,23 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
 }
 
 Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std::uint64_t ticket,
-                                bool prefetch) {
+                                bool prefetch, const ChunkRecord* into) {
   const ChunkGeometry geometry{file.size, config_.chunk_size};
   const std::uint64_t length = geometry.chunk_length(index);
-  auto place = tiers_.allocate(length);
-  if (!place.ok()) return Loaded{};  // no room: everyone reads the PFS
-  Arena* arena = tiers_.get(place->tier);
-  std::span<std::byte> dst(arena->data() + place->offset, length);
+  ChunkRecord record;
+  std::span<std::byte> dst;
+  if (into != nullptr) {
+    record = *into;
+    dst = own_bytes(*into);
+    if (dst.size() != length || length == 0) return Loaded{};
+  } else {
+    auto place = tiers_.allocate(length);
+    if (!place.ok()) return Loaded{};  // no room: everyone reads the PFS
+    Arena* arena = tiers_.get(place->tier);
+    dst = std::span(arena->data() + place->offset, length);
+    record.tier = place->tier;
+    record.offset = place->offset;
+  }
   auto n = pfs_.read(file.path, file.version, index * config_.chunk_size, dst);
   if (!n.ok()) {
     Loaded l;
@@ -173,10 +187,7 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   stats_.add(prefetch ? Counter::prefetches : Counter::misses);
   stats_.add(Counter::cached_chunks);
   stats_.add(Counter::cached_bytes, length);
-  ChunkRecord record;
   record.owner = topology_.rank;
-  record.tier = place->tier;
-  record.offset = place->offset;
   record.length = length;
   record.position = ticket;  // the origin's place in the chunk's fan-out tree
   record.version = file.version;
@@ -186,42 +197,53 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   return l;
 }
 
+std::span<std::byte> Cache::own_bytes(const ChunkRecord& record) const {
+  const Arena* holder = nullptr;
+  if (record.tier == Tier::kFile) {
+    holder = segments_ != nullptr ? segments_->find(record.segment) : nullptr;
+  } else {
+    holder = tiers_.get(record.tier);
+  }
+  if (holder == nullptr || record.offset + record.length > holder->capacity()) return {};
+  return {holder->data() + record.offset, record.length};
+}
+
+std::span<const std::byte> Cache::node_bytes(const ChunkRecord& record) {
+  if (record.owner == topology_.rank) return own_bytes(record);
+  if (!on_this_node(record.owner)) return {};
+  auto mapped = peers_->get(record.owner, record.tier, record.segment);
+  if (!mapped.ok()) {
+    LARDER_LOG_LIMITED(kWarn, "cannot map the {} of rank {}: {}",
+                       record.tier == Tier::kFile ? "segment" : "arena", record.owner,
+                       mapped.status().to_string());
+    return {};
+  }
+  const Arena* holder = *mapped;
+  if (record.offset + record.length > holder->capacity()) return {};
+  return {holder->data() + record.offset, record.length};
+}
+
 bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
                      std::span<std::byte> into, bool count_hit) {
   if (offset_in_chunk + into.size() > record.length) return false;
-  const std::uint64_t offset = record.offset + offset_in_chunk;
   const auto tier_counter = record.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem;
-  if (record.owner == topology_.rank) {
-    const Arena* arena = tiers_.get(record.tier);
-    if (arena == nullptr || offset + into.size() > arena->capacity()) return false;
-    std::memcpy(into.data(), arena->data() + offset, into.size());
+  if (record.owner == topology_.rank || on_this_node(record.owner)) {
+    const std::span<const std::byte> bytes = node_bytes(record);
+    if (bytes.empty() && record.length > 0) return false;
+    std::memcpy(into.data(), bytes.data() + offset_in_chunk, into.size());
     if (count_hit) {
-      stats_.add(Counter::hits_self);
+      stats_.add(record.owner == topology_.rank ? Counter::hits_self : Counter::hits_node);
       stats_.add(tier_counter);
     }
     return true;
   }
   if (record.owner < 0 || record.owner >= topology_.size) return false;
-  if (on_this_node(record.owner)) {
-    auto arena = peers_->get(record.owner, record.tier);
-    if (arena.ok() && offset + into.size() <= (*arena)->capacity()) {
-      std::memcpy(into.data(), (*arena)->data() + offset, into.size());
-      if (count_hit) {
-        stats_.add(Counter::hits_node);
-        stats_.add(tier_counter);
-      }
-      return true;
-    }
-    if (!arena.ok()) {
-      LARDER_LOG_LIMITED(kWarn, "cannot map the arena of rank {}: {}", record.owner,
-                         arena.status().to_string());
-    }
-    return false;
-  }
   // A chunk of another node that this node could not copy: the piece itself, over the network.
   if (transport_ == nullptr || closing()) return false;
   stats_.add(Counter::transport_gets);
-  if (Status s = timed_get(record.owner, record.tier, offset, into); !s.ok()) {
+  const Transport::GetOp op{record.owner, record.tier, record.segment,
+                            record.offset + offset_in_chunk, into};
+  if (Status s = timed_get(op); !s.ok()) {
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                        into.size(), record.owner, s.to_string());

@@ -34,6 +34,7 @@
 #include "runtime/stats/stats.hpp"
 #include "runtime/tier/local_tiers.hpp"
 #include "runtime/tier/peer_arenas.hpp"
+#include "runtime/tier/segments.hpp"
 #include "runtime/transport/progress_thread.hpp"
 #include "runtime/transport/topology.hpp"
 #include "runtime/transport/transport.hpp"
@@ -66,6 +67,11 @@ struct CacheParts {
   Topology topology;
   // Where node files live (node_file()); empty: no node files.
   std::string node_files_dir;
+  // This rank's segments, in node_files_dir (null: node files are plain copies, no segments).
+  Segments* segments = nullptr;
+  // The loader's audit module is in use (LD_AUDIT): shared objects become node files, so
+  // list-ahead leaves them out (cache_bulk.cpp).
+  bool objects_as_node_files = false;
   // Wall-clock seconds, for the age of answers (LARDER_REVALIDATE); null: CLOCK_REALTIME. Tests
   // pass their own clock and move it.
   std::function<std::int64_t()> clock;
@@ -183,11 +189,14 @@ class Cache {
     bool fresh = false;
     bool copied = false;
   };
-  Result<Located> locate(const CachedFile& file, std::uint64_t index);
-  // Loads a claimed chunk from the PFS. `prefetch`: ahead of any read (an open), counted as a
-  // prefetch rather than a miss.
+  // `into` (may be null): where this rank would keep the chunk if it loads or copies it (a place
+  // in a segment being filled) instead of a new place in its arena.
+  Result<Located> locate(const CachedFile& file, std::uint64_t index,
+                         const ChunkRecord* into = nullptr);
+  // Loads a claimed chunk from the PFS (into `into` when given, else into this rank's arena).
+  // `prefetch`: ahead of any read (an open), counted as a prefetch rather than a miss.
   Loaded load_chunk(const CachedFile& file, std::uint64_t index, std::uint64_t ticket,
-                    bool prefetch = false);
+                    bool prefetch = false, const ChunkRecord* into = nullptr);
   bool copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk, std::span<std::byte> into,
                 bool count_hit);
   Result<std::size_t> read_direct(const CachedFile& file, std::uint64_t offset,
@@ -213,17 +222,35 @@ class Cache {
   // this rank's arena, all at once; each payload becomes the local copy (or stays the origin's).
   void copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which);
 
-  // node files (cache_files.cpp)
+  // node files and segments (cache_files.cpp)
   Result<std::string> node_file_made(const CachedFile& file, const std::string& name,
                                      const Key& key);
   Status build_node_file(const CachedFile& file, const std::string& name);
+  // The node file as a segment that holds the file's chunks (each chunk loaded or copied once
+  // into it); false in *used when segments cannot be served (the caller copies instead).
+  Status fill_segment_node_file(const CachedFile& file, const std::string& name, bool* used);
+  // The node file as a plain copy of the file read through read() (its chunks stay in arenas).
+  Status copy_node_file(const CachedFile& file, const std::string& name);
+  // A new segment of `size` bytes, exposed to the transport and its record published; *servable
+  // says whether other nodes can read it (always, without a transport).
+  Result<Segments::Made> new_segment(std::uint64_t size, bool* servable);
+  // Exposes a segment to the transport and publishes its record; false when other nodes cannot
+  // read it (true without other nodes).
+  bool publish_segment(const Segments::Made& made);
+  // Makes rank `owner`'s segment `id` readable through the transport (its record, once).
+  Status learn_segment(int owner, std::uint32_t id);
+  // The bytes of a chunk held on this node (own arena or segment, a node peer's), or empty.
+  std::span<const std::byte> node_bytes(const ChunkRecord& record);
+  // The bytes of `record`, a place in this rank's own arena or segment; empty when there is none.
+  std::span<std::byte> own_bytes(const ChunkRecord& record) const;
 
   // node copies and fan-out (cache_copy.cpp)
-  Result<Payload> localize_chunk(const Key& key, const Payload& origin, std::uint64_t ticket);
+  Result<Payload> localize_chunk(const Key& key, const Payload& origin, std::uint64_t ticket,
+                                 const ChunkRecord* into = nullptr);
   Result<ChunkRecord> copy_from(const ChunkRecord& source, const ChunkRecord& into);
   // The node table's acquire and the transport's get, timed (node.ns, transport.ns).
   NodeTable::Found node_acquire(const Key& key, std::chrono::milliseconds timeout);
-  Status timed_get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into);
+  Status timed_get(const Transport::GetOp& op);
   Result<ChunkRecord> holder_source(const Key& key, const ChunkRecord& origin,
                                     std::uint64_t position, const Result<Claim>& parent);
 
@@ -245,6 +272,8 @@ class Cache {
   const std::uint64_t nodes_;  // topology_.node_count(), for the fan-out tree's shape
   const std::function<std::int64_t()> clock_;
   const std::string node_files_dir_;
+  Segments* segments_;
+  const bool objects_as_node_files_;
   std::atomic<bool> closing_{false};  // acquire/release: see begin_close()
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so

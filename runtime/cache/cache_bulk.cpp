@@ -151,6 +151,7 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
   for (std::size_t i : which) {
     const auto origin = unpack<ChunkRecord>(items[i].answer.payload);
     if (origin.owner < 0 || on_this_node(origin.owner)) continue;
+    if (origin.tier == Tier::kFile && !learn_segment(origin.owner, origin.segment).ok()) continue;
     auto place = tiers_.allocate(origin.length);
     if (!place.ok()) break;  // no room: the rest is read from its origin when needed
     ChunkRecord copy;
@@ -161,7 +162,7 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
     copy.position = fanout::kNoTicket;  // not a holder of the fan-out tree
     copy.version = origin.version;
     Arena* arena = tiers_.get(copy.tier);
-    ops.push_back(Transport::GetOp{origin.owner, origin.tier, origin.offset,
+    ops.push_back(Transport::GetOp{origin.owner, origin.tier, origin.segment, origin.offset,
                                    std::span(arena->data() + copy.offset, copy.length)});
     of.push_back(i);
     copies.push_back(copy);
@@ -189,6 +190,21 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
     items[of[k]].answer.payload = pack(copies[k]);
   }
 }
+
+namespace {
+
+// libfoo.so, libfoo.so.1, libfoo.so.1.2.3, module.cpython-311-x86_64-linux-gnu.so.
+bool looks_like_shared_object(std::string_view name) {
+  const std::size_t at = name.find(".so");
+  if (at == std::string_view::npos || at == 0) return false;
+  const std::string_view rest = name.substr(at + 3);
+  if (rest.empty()) return true;
+  if (rest.front() != '.') return looks_like_shared_object(rest);  // ".so" inside a longer name
+  return std::all_of(rest.begin(), rest.end(),
+                     [](char c) { return c == '.' || (c >= '0' && c <= '9'); });
+}
+
+}  // namespace
 
 void Cache::list_ahead(const std::string& dir, const Listing& listing) {
   if (config_.list_ahead == 0 || listing.error != 0 || listing.count > config_.list_ahead + 2 ||
@@ -220,6 +236,9 @@ void Cache::list_ahead(const std::string& dir, const Listing& listing) {
         rec.meta.size > small) {
       continue;
     }
+    // The loader's audit module maps shared objects from node files, which hold their chunks
+    // themselves: loaded here, their bytes would be held twice on the node.
+    if (objects_as_node_files_ && looks_like_shared_object(name)) continue;
     BulkItem it;
     it.path = path;
     it.file = rec.file;

@@ -9,18 +9,17 @@
 #include "runtime/common/log.hpp"
 
 namespace larder {
-
 Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecord& into) {
   if (transport_ == nullptr || closing()) {
     return Status(Errc::kUnavailable, 0, "no transport to copy from another node");
   }
-  Arena* arena = tiers_.get(into.tier);
-  if (arena == nullptr || into.offset + into.length > arena->capacity()) {
+  const std::span<std::byte> dst = own_bytes(into);
+  if (dst.size() != into.length || into.length == 0) {
     return Status(Errc::kInternal, EINVAL, "copy destination outside the arena");
   }
-  std::span<std::byte> dst(arena->data() + into.offset, into.length);
   stats_.add(Counter::transport_gets);
-  if (Status s = timed_get(source.owner, source.tier, source.offset, dst); !s.ok()) {
+  const Transport::GetOp op{source.owner, source.tier, source.segment, source.offset, dst};
+  if (Status s = timed_get(op); !s.ok()) {
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                        dst.size(), source.owner, s.to_string());
@@ -68,8 +67,8 @@ Result<ChunkRecord> Cache::holder_source(const Key& key, const ChunkRecord& orig
   return origin;
 }
 
-Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload,
-                                      std::uint64_t ticket) {
+Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload, std::uint64_t ticket,
+                                      const ChunkRecord* into) {
   const auto origin = unpack<ChunkRecord>(payload);
   if (node_ == nullptr || transport_ == nullptr || origin.owner < 0 || closing()) return payload;
   const std::uint64_t position = fanout::position(ticket, origin.position);
@@ -108,12 +107,16 @@ Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload,
     if (holder) (void)directory_.abandon(lookups[0].key);  // readers below ask further up
     return payload;  // the origin's copy, read piece by piece over the network
   };
-  auto place = tiers_.allocate(origin.length);
-  if (!place.ok()) return give_up();
   ChunkRecord copy;
+  if (into != nullptr && into->length == origin.length) {
+    copy = *into;  // straight into the segment being filled
+  } else {
+    auto place = tiers_.allocate(origin.length);
+    if (!place.ok()) return give_up();
+    copy.tier = place->tier;
+    copy.offset = place->offset;
+  }
   copy.owner = topology_.rank;
-  copy.tier = place->tier;
-  copy.offset = place->offset;
   copy.length = origin.length;
   copy.position = position;
   copy.version = origin.version;

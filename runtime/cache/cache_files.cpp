@@ -2,14 +2,18 @@
 // managed files on a node, made once per node through the node table and the read path, so that
 // mmap can map one copy whose pages the kernel shares between the node's processes.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "runtime/cache/cache.hpp"
+#include "runtime/cache/cache_resolve.hpp"
+#include "runtime/chunk/chunk_math.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
 #include "runtime/common/unique_fd.hpp"
@@ -91,6 +95,118 @@ Status Cache::build_node_file(const CachedFile& file, const std::string& name) {
   Arena* budget = tiers_.get(Tier::kMem);
   if (budget == nullptr) return {Errc::kUnavailable, 0, "no memory tier"};
   if (auto r = budget->reserve(file.size); !r.ok()) return r.status();
+  bool used = false;
+  Status s = fill_segment_node_file(file, name, &used);
+  if (used) return s;
+  return copy_node_file(file, name);
+}
+
+Result<Segments::Made> Cache::new_segment(std::uint64_t size, bool* servable) {
+  *servable = false;
+  if (segments_ == nullptr) return Status(Errc::kUnavailable, 0, "no segments");
+  auto made = segments_->create(size);
+  if (!made.ok()) return made.status();
+  *servable = publish_segment(*made);
+  return made;
+}
+
+bool Cache::publish_segment(const Segments::Made& made) {
+  // Nobody on another node can read it: nothing to expose.
+  if (transport_ == nullptr || nodes_ <= 1) return true;
+  if (closing()) return false;
+  auto desc = transport_->expose(made.id, std::span(made.file->data(), made.file->capacity()));
+  if (!desc.ok()) {
+    LARDER_LOG_LIMITED(kInfo, "{} cannot serve node files to other nodes ({}); they are copied",
+                       transport_->name(), desc.status().to_string());
+    return false;
+  }
+  SegmentRecord record;
+  record.length = static_cast<std::uint32_t>(desc->size());
+  std::memcpy(record.descriptor, desc->data(), desc->size());
+  const Key key = segment_key(topology_.rank, made.id);
+  stats_.add(Counter::directory_ops);
+  auto claim = directory_.acquire(key, kClaimIt);
+  if (!claim.ok() || claim->outcome != Claim::Outcome::kClaimed) return false;
+  stats_.add(Counter::directory_ops);
+  return directory_.publish(key, pack(record)).ok();
+}
+
+Status Cache::learn_segment(int owner, std::uint32_t id) {
+  if (transport_ == nullptr) return {Errc::kUnavailable, 0, "no transport"};
+  if (transport_->knows(owner, id)) return {};
+  const Key key = segment_key(owner, id);
+  const Answer a = resolve(
+      key, kLookOnly, [](std::uint64_t /*ticket*/) { return Loaded{}; },
+      [](const Payload& p, std::uint64_t /*ticket*/) { return Result<Payload>(p); });
+  if (a.kind != Answer::Kind::kCached) {
+    return {Errc::kUnavailable, 0,
+            "no record of segment " + std::to_string(id) + " of rank " + std::to_string(owner)};
+  }
+  const auto record = unpack<SegmentRecord>(a.payload);
+  if (record.length > sizeof record.descriptor) {
+    return {Errc::kInternal, EINVAL, "bad segment record"};
+  }
+  return transport_->learn(owner, id, std::span(record.descriptor, record.length));
+}
+
+Status Cache::fill_segment_node_file(const CachedFile& file, const std::string& name, bool* used) {
+  *used = false;
+  if (segments_ == nullptr || file.size == 0) return {};
+  bool servable = false;
+  auto seg = new_segment(file.size, &servable);
+  if (!seg.ok()) {
+    *used = true;  // a plain copy would not fit either
+    LARDER_LOG_LIMITED(kInfo, "no node file for {}: {}", file.path, seg.status().to_string());
+    return seg.status();
+  }
+  if (!servable) {
+    segments_->drop(seg->id);  // nothing names it yet
+    return {};
+  }
+  *used = true;
+  const ChunkGeometry geometry{file.size, config_.chunk_size};
+  for (std::uint64_t index = 0; index < geometry.chunk_count(); ++index) {
+    ChunkRecord place;
+    place.owner = topology_.rank;
+    place.tier = Tier::kFile;
+    place.segment = seg->id;
+    place.offset = index * config_.chunk_size;
+    place.length = geometry.chunk_length(index);
+    place.version = file.version;
+    const std::span<std::byte> dst(seg->file->data() + place.offset, place.length);
+    // The chunk is loaded or copied straight into the segment when this rank is the one that
+    // loads or copies it for the node; a chunk the node already held elsewhere is copied.
+    auto located = locate(file, index, &place);
+    bool done = false;
+    if (located.ok() && located->source == Source::kCache) {
+      const ChunkRecord& r = located->record;
+      done = r.owner == place.owner && r.tier == Tier::kFile && r.segment == place.segment &&
+             r.offset == place.offset;
+      if (!done && copy_out(r, 0, dst, false)) {
+        done = true;
+        if (on_this_node(r.owner)) stats_.add(Counter::node_file_dup_bytes, place.length);
+      }
+    }
+    if (!done) {
+      stats_.add(Counter::fallbacks);
+      auto n = read_direct(file, place.offset, dst);
+      if (!n.ok()) return n.status();
+      if (*n != place.length) return {Errc::kIoError, EIO, file.path + " is shorter than cached"};
+    }
+  }
+  // Read-only from now on (the owner's mapping keeps its access), then visible whole by its name.
+  if (::chmod(seg->path.c_str(), 0400) != 0) {
+    return from_errno(errno, "cannot publish node file " + name);
+  }
+  if (::link(seg->path.c_str(), name.c_str()) != 0 && errno != EEXIST) {
+    return from_errno(errno, "cannot publish node file " + name);
+  }
+  stats_.add(Counter::node_files);
+  stats_.add(Counter::node_file_bytes, file.size);
+  return {};
+}
+
+Status Cache::copy_node_file(const CachedFile& file, const std::string& name) {
   const std::string scratch = name + ".part-" + std::to_string(::getpid()) + "-" +
                               std::to_string(g_scratch_serial.fetch_add(1));
   UniqueFd fd(sys::open(scratch.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
@@ -123,6 +239,7 @@ Status Cache::build_node_file(const CachedFile& file, const std::string& name) {
   }
   stats_.add(Counter::node_files);
   stats_.add(Counter::node_file_bytes, file.size);
+  stats_.add(Counter::node_file_dup_bytes, file.size);  // its chunks stay in the arenas
   return {};
 }
 

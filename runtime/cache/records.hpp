@@ -36,13 +36,25 @@ std::uint64_t file_version(const FileMeta& meta) noexcept;
 // (`position`: fanout.hpp maps tickets to places in the tree); in a holder entry, a node's copy
 // with its place in the tree; in a node table and a rank's memo, the copy on that node (or the
 // origin's, when the node could not keep a copy).
+//
+// `tier` kFile: the bytes sit in the owner's segment `segment` (a node file or a produced file,
+// runtime/tier/segments.hpp), at `offset` in that file; otherwise in the owner's arena `tier`.
 struct ChunkRecord {
   std::int32_t owner = -1;
+  std::uint32_t segment = 0;  // tier kFile only
   Tier tier = Tier::kMem;
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
   std::uint64_t position = 0;
   std::uint64_t version = 0;  // file_version() of the file the bytes were read from (0: unknown)
+};
+
+// How other ranks reach a segment (KeyKind::kSegment): the transport's descriptor of it
+// (Transport::expose), published by its owner before any chunk record names the segment.
+struct SegmentRecord {
+  std::uint32_t length = 0;
+  std::uint32_t reserved = 0;
+  std::byte descriptor[96] = {};
 };
 
 // A directory listing (KeyKind::kListing of the directory's path as written). A listing does not

@@ -52,4 +52,10 @@ Key holder_key(const Key& chunk, std::uint64_t position) noexcept {
   return words_key(KeyKind::kHolder, chunk.word, chunk.check, position);
 }
 
+Key segment_key(int owner, std::uint32_t segment) noexcept {
+  Key k = words_key(KeyKind::kSegment, static_cast<std::uint64_t>(owner), segment, 0);
+  k.home = static_cast<std::uint64_t>(owner);
+  return k;
+}
+
 }  // namespace larder

@@ -34,6 +34,7 @@ enum class KeyKind : std::uint8_t {
   kLinkPath = 4,
   kHolder = 5,    // a node's copy of a chunk: where it sits, for the nodes it serves (fan-out)
   kNodeFile = 6,  // a whole file copied to a node (node tables only): its name is derived
+  kSegment = 7,   // how other ranks reach a rank's segment (runtime/tier/segments.hpp)
 };
 
 // The identity of a file's contents: the hash of its canonical path.
@@ -53,6 +54,9 @@ Key chunk_key(const FileId& file, std::uint64_t index) noexcept;
 Key path_key(KeyKind kind, std::string_view path) noexcept;
 // Key of the record of the copy of chunk `chunk` held at fan-out position `position` (>= 1).
 Key holder_key(const Key& chunk, std::uint64_t position) noexcept;
+// Key of the record of rank `owner`'s segment `segment` (its transport descriptor), homed at the
+// owner itself.
+Key segment_key(int owner, std::uint32_t segment) noexcept;
 
 }  // namespace larder
 

@@ -19,46 +19,47 @@
 namespace larder {
 
 // The counters, in the order they are stored and reduced. X(name, json path)
-#define LARDER_STATS_COUNTERS(X)              \
-  X(pfs_bytes_read, "pfs.bytes_read")         \
-  X(pfs_read_ops, "pfs.read_ops")             \
-  X(pfs_stat_ops, "pfs.stat_ops")             \
-  X(pfs_open_ops, "pfs.open_ops")             \
-  X(pfs_list_ops, "pfs.list_ops")             \
-  X(hits_self, "hits.self")                   \
-  X(hits_node, "hits.node")                   \
-  X(hits_remote, "hits.remote")               \
-  X(hits_mem, "hits.tier.mem")                \
-  X(hits_disk, "hits.tier.disk")              \
-  X(misses, "misses")                         \
-  X(prefetches, "prefetches")                 \
-  X(fallbacks, "fallbacks")                   \
-  X(waits, "waits")                           \
-  X(meta_hits, "meta.hits")                   \
-  X(meta_misses, "meta.misses")               \
-  X(transport_bytes, "transport.bytes")       \
-  X(transport_gets, "transport.gets")         \
-  X(transport_errors, "transport.errors")     \
-  X(directory_ops, "directory.ops")           \
-  X(cached_bytes, "cache.bytes")              \
-  X(cached_chunks, "cache.chunks")            \
-  X(app_read_calls, "app.read_calls")         \
-  X(app_bytes_read, "app.bytes_read")         \
-  X(wait_ns, "wait_ns")                       \
-  X(node_answers, "node.answers")             \
-  X(node_copies, "node.copies")               \
-  X(node_copy_bytes, "node.copy_bytes")       \
-  X(directory_ns, "directory.ns")             \
-  X(transport_ns, "transport.ns")             \
-  X(node_ns, "node.ns")                       \
-  X(meta_revalidations, "meta.revalidations") \
-  X(meta_changed, "meta.changed")             \
-  X(stale_chunks, "stale_chunks")             \
-  X(node_files, "node.files")                 \
-  X(node_file_bytes, "node.file_bytes")       \
-  X(node_file_maps, "node.file_maps")         \
-  X(loader_objects, "loader.objects")         \
-  X(loader_absent, "loader.absent")           \
+#define LARDER_STATS_COUNTERS(X)                \
+  X(pfs_bytes_read, "pfs.bytes_read")           \
+  X(pfs_read_ops, "pfs.read_ops")               \
+  X(pfs_stat_ops, "pfs.stat_ops")               \
+  X(pfs_open_ops, "pfs.open_ops")               \
+  X(pfs_list_ops, "pfs.list_ops")               \
+  X(hits_self, "hits.self")                     \
+  X(hits_node, "hits.node")                     \
+  X(hits_remote, "hits.remote")                 \
+  X(hits_mem, "hits.tier.mem")                  \
+  X(hits_disk, "hits.tier.disk")                \
+  X(misses, "misses")                           \
+  X(prefetches, "prefetches")                   \
+  X(fallbacks, "fallbacks")                     \
+  X(waits, "waits")                             \
+  X(meta_hits, "meta.hits")                     \
+  X(meta_misses, "meta.misses")                 \
+  X(transport_bytes, "transport.bytes")         \
+  X(transport_gets, "transport.gets")           \
+  X(transport_errors, "transport.errors")       \
+  X(directory_ops, "directory.ops")             \
+  X(cached_bytes, "cache.bytes")                \
+  X(cached_chunks, "cache.chunks")              \
+  X(app_read_calls, "app.read_calls")           \
+  X(app_bytes_read, "app.bytes_read")           \
+  X(wait_ns, "wait_ns")                         \
+  X(node_answers, "node.answers")               \
+  X(node_copies, "node.copies")                 \
+  X(node_copy_bytes, "node.copy_bytes")         \
+  X(directory_ns, "directory.ns")               \
+  X(transport_ns, "transport.ns")               \
+  X(node_ns, "node.ns")                         \
+  X(meta_revalidations, "meta.revalidations")   \
+  X(meta_changed, "meta.changed")               \
+  X(stale_chunks, "stale_chunks")               \
+  X(node_files, "node.files")                   \
+  X(node_file_bytes, "node.file_bytes")         \
+  X(node_file_maps, "node.file_maps")           \
+  X(node_file_dup_bytes, "node.file_dup_bytes") \
+  X(loader_objects, "loader.objects")           \
+  X(loader_absent, "loader.absent")             \
   X(loader_original, "loader.original")
 
 enum class Counter : int {

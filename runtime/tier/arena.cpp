@@ -74,6 +74,53 @@ Result<std::unique_ptr<Arena>> Arena::attach(const std::string& path) {
   return std::unique_ptr<Arena>(new Arena(path, std::move(fd), base, capacity, false));
 }
 
+Result<std::unique_ptr<Arena>> Arena::create_file(const std::string& path, std::uint64_t size) {
+  UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) return from_errno(errno, "cannot create " + path);
+  auto fail = [&path](int err, const char* what) {
+    sys::unlink(path.c_str());
+    return from_errno(err, std::string(what) + path);
+  };
+  if (size > 0 && sys::ftruncate(fd.get(), static_cast<off_t>(size)) != 0) {
+    return fail(errno, "cannot size ");
+  }
+  // Backed now: a full /dev/shm is an error here, never SIGBUS in a process that maps it.
+  if (size > 0 && sys::fallocate(fd.get(), 0, 0, static_cast<off_t>(size)) != 0 &&
+      errno != EOPNOTSUPP) {
+    return fail(errno, "cannot allocate ");
+  }
+  std::byte* base = nullptr;
+  if (size > 0) {
+    void* p = sys::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED) return fail(errno, "cannot map ");
+    base = static_cast<std::byte*>(p);
+  }
+  auto arena = std::unique_ptr<Arena>(new Arena(path, std::move(fd), base, size, true));
+  arena->next_.store(size, std::memory_order_relaxed);  // written whole by its owner
+  return arena;
+}
+
+Result<std::unique_ptr<Arena>> Arena::adopt_file(const std::string& path) {
+  UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return from_errno(errno, "cannot open " + path);
+  struct stat st {};
+  if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat " + path);
+  if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    return Status(Errc::kInvalidArgument, EPERM,
+                  path + " is not a regular file private to this user");
+  }
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  std::byte* base = nullptr;
+  if (size > 0) {
+    void* p = sys::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED) return from_errno(errno, "cannot map " + path);
+    base = static_cast<std::byte*>(p);
+  }
+  auto arena = std::unique_ptr<Arena>(new Arena(path, std::move(fd), base, size, true));
+  arena->next_.store(size, std::memory_order_relaxed);
+  return arena;
+}
+
 Result<std::uint64_t> Arena::allocate(std::uint64_t length) {
   return take(length, true);
 }

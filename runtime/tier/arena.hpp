@@ -20,7 +20,10 @@
 
 namespace larder {
 
-enum class Tier : std::uint8_t { kMem = 0, kDisk = 1 };
+// Where a rank keeps bytes: its two arenas (memory, disk), or one of its segments (kFile: a whole
+// file of its own in the node's files directory, runtime/tier/segments.hpp). kTierCount counts
+// the arenas only.
+enum class Tier : std::uint8_t { kMem = 0, kDisk = 1, kFile = 2 };
 inline constexpr int kTierCount = 2;
 
 class Arena {
@@ -29,6 +32,11 @@ class Arena {
   static Result<std::unique_ptr<Arena>> create(const std::string& path, std::uint64_t capacity);
   // Maps another rank's arena read-only.
   static Result<std::unique_ptr<Arena>> attach(const std::string& path);
+  // A file of exactly `size` bytes, created (mode 0600), backed with fallocate and mapped
+  // read-write: a segment (segments.hpp). Nothing is allocated from it: its owner writes it whole.
+  static Result<std::unique_ptr<Arena>> create_file(const std::string& path, std::uint64_t size);
+  // An existing file of this user (mode 0600 or stricter), mapped read-write at its size now.
+  static Result<std::unique_ptr<Arena>> adopt_file(const std::string& path);
 
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;

@@ -1,14 +1,21 @@
-// Transport: how a rank copies bytes out of another node's arena (cross-node hits).
+// Transport: how a rank copies bytes out of another node's arenas and segments (cross-node hits).
 //
-// Implemented by mpi::RmaTransport (MPI_Get from windows over the arenas) and ucx::UcxTransport
-// (ucp_get_nbx from registered arenas). Thread-safe; blocking until the bytes have arrived or
-// the transfer failed. A failure is a Status, never an abort: the caller reads the PFS instead.
+// Implemented by mpi::RmaTransport (MPI_Get from windows over the arenas, and a dynamic window
+// over the segments) and ucx::UcxTransport (ucp_get_nbx from registered memory). Thread-safe;
+// blocking until the bytes have arrived or the transfer failed. A failure is a Status, never an
+// abort: the caller reads the PFS instead.
+//
+// Segments (runtime/tier/segments.hpp) are files a rank creates during the job (node files,
+// produced files). The owner exposes each one (expose(): registered with the network, and a
+// descriptor of a few bytes that says how to reach it); the cache publishes the descriptor in the
+// directory, and a reader hands it to learn() once before its first get from that segment.
 #ifndef LARDER_RUNTIME_TRANSPORT_TRANSPORT_HPP_
 #define LARDER_RUNTIME_TRANSPORT_TRANSPORT_HPP_
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "runtime/common/status.hpp"
 #include "runtime/tier/arena.hpp"
@@ -19,21 +26,39 @@ class Transport {
  public:
   virtual ~Transport() = default;
   virtual const char* name() const noexcept = 0;
-  // Copies into.size() bytes at `offset` of rank `owner`'s arena `tier` into `into`.
-  virtual Status get(int owner, Tier tier, std::uint64_t offset, std::span<std::byte> into) = 0;
-  // Many gets at once (from any owners): out[i] is the outcome of ops[i]. Transports that can
-  // overlap them do (UCX: every get is issued, then all are waited for).
+
+  // One copy: into.size() bytes at `offset` of rank `owner`'s arena `tier` (or, for tier kFile,
+  // of its segment `segment`).
   struct GetOp {
     int owner = -1;
     Tier tier = Tier::kMem;
+    std::uint32_t segment = 0;
     std::uint64_t offset = 0;
     std::span<std::byte> into;
   };
+  virtual Status get(const GetOp& op) = 0;
+  // Many gets at once (from any owners): out[i] is the outcome of ops[i]. Transports that can
+  // overlap them do (UCX: every get is issued, then all are waited for).
   virtual void get_many(std::span<const GetOp> ops, std::span<Status> out) {
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      out[i] = get(ops[i].owner, ops[i].tier, ops[i].offset, ops[i].into);
-    }
+    for (std::size_t i = 0; i < ops.size(); ++i) out[i] = get(ops[i]);
   }
+
+  // Makes this rank's segment `segment` (`memory`, which stays mapped until close) readable by
+  // other ranks; returns its descriptor (at most kMaxSegmentDescriptor bytes). kUnsupported
+  // when this transport cannot serve segments: their chunks are then copied into an arena.
+  static constexpr std::size_t kMaxSegmentDescriptor = 96;
+  virtual Result<std::vector<std::byte>> expose(std::uint32_t /*segment*/,
+                                                std::span<std::byte> /*memory*/) {
+    return Status(Errc::kUnavailable, 0, "this transport does not serve segments");
+  }
+  // Whether gets from rank `owner`'s segment `segment` can be issued (learn() has succeeded).
+  virtual bool knows(int /*owner*/, std::uint32_t /*segment*/) { return false; }
+  // Takes the descriptor another rank's expose() returned for its segment `segment`.
+  virtual Status learn(int /*owner*/, std::uint32_t /*segment*/,
+                       std::span<const std::byte> /*descriptor*/) {
+    return {Errc::kUnavailable, 0, "this transport does not serve segments"};
+  }
+
   // Finalize has begun on this rank: peers closing their side from now on is the job ending in
   // order, not a failure to report.
   virtual void begin_close() noexcept {}

@@ -69,6 +69,10 @@ def main():
               f"objects on {nodes} nodes)")
         check(all(g["mapped_from_node_files"] >= served // RANKS for g in got),
               "every rank maps the node files")
+        dup = s["node"]["file_dup_bytes"]
+        check(dup <= 0.01 * s["node"]["file_bytes"],
+              f"the node files hold the objects' chunks themselves ({dup} of "
+              f"{s['node']['file_bytes']} bytes were copied from an arena)")
         job.finish()
     finally:
         job.close()

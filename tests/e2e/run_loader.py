@@ -107,6 +107,24 @@ def main():
               f"candidates that do not exist were answered from the cache "
               f"({s['loader']['absent']}), none fell back")
 
+        print("node file bytes held twice:", s["node"]["file_dup_bytes"])
+        check(s["node"]["file_dup_bytes"] == 0,
+              "every node file holds its chunks itself (none copied from an arena)")
+
+        # The same over the MPI data path: other nodes read the node files (segments) through
+        # a dynamic window instead of UCX.
+        mpi_stats = os.path.join(job.root, "mpi.json")
+        env_mpi = job.env(stats=mpi_stats, extra=dict(search, LD_AUDIT=args.audit,
+                                                      LARDER_NODE_SIZE=str(NODE_SIZE),
+                                                      LARDER_TRANSPORT="mpi"))
+        got = run("larder-mpi", env_mpi)
+        s = read_stats(mpi_stats)
+        check(got == plain and s["pfs"]["bytes_read"] == lib_bytes and
+              s["node"]["files"] == nodes * len(built) and s["node"]["file_dup_bytes"] == 0 and
+              s["transport"]["bytes"] > 0,
+              f"LARDER_TRANSPORT=mpi: the same results, the PFS read once, node files read by "
+              f"the other node ({s['transport']['bytes']} bytes over MPI RMA)")
+
         # A memory tier too small for the node files, and LD_BIND_NOW=1 (glibc's audit
         # interface and immediate binding together): every load falls back to its original path.
         full_stats = os.path.join(job.root, "full.json")

@@ -75,6 +75,15 @@ def main():
         plain_pss = sum(int(p["memory"]["pss_kb"]) for p in plain)
         print(f"node total (PSS of the {RANKS} ranks): plain {plain_pss >> 10} MiB, "
               f"larder {pss >> 10} MiB")
+        # The node's memory for the file: the PSS of every mapping of the file (plain) or of
+        # Larder's files (arenas, segments, node files), summed over the node's ranks.
+        file_kb = sum(int(g["memory"]["file_kb"]) for g in got)
+        plain_file_kb = sum(int(p["memory"]["file_kb"]) for p in plain)
+        print(f"node memory for the file: plain {plain_file_kb >> 10} MiB, "
+              f"larder {file_kb >> 10} MiB (its node file, arenas and segments)")
+        check(file_kb <= 1.1 * plain_file_kb and plain_file_kb >= (BIG >> 10) * 0.99,
+              f"the node holds the file about once ({file_kb >> 10} MiB for "
+              f"{BIG >> 20} MiB, plain {plain_file_kb >> 10} MiB)")
         check(all(g["private"] == {"written": "1", "unseen_elsewhere": "1"} for g in got),
               "a MAP_PRIVATE write is seen by its writer only")
         check(all(g["long"] == plain[0]["long"] for g in got),
@@ -91,6 +100,9 @@ def main():
               f"{s['node']['file_bytes']} bytes)")
         check(s["pfs"]["bytes_read"] == BIG + SMALL,
               f"the PFS was read once ({s['pfs']['bytes_read']} bytes)")
+        check(s["node"]["file_dup_bytes"] <= 2 * (4 << 20),
+              f"the node files hold the chunks themselves (at most the chunks read before the "
+              f"file was mapped are held twice: {s['node']['file_dup_bytes']} bytes)")
         job.finish()
     finally:
         job.close()

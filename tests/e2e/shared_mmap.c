@@ -1,7 +1,10 @@
 /* shared_mmap: every rank maps the same managed files (run by run_shared_mmap.py). Phases, with a
  * barrier between them so every rank holds its mapping while the others measure:
  *   whole   MAP_SHARED, PROT_READ of file 1: FNV-1a of its bytes; this process's anonymous and
- *           proportional memory (smaps_rollup, kB) while all ranks hold it
+ *           proportional memory (smaps_rollup, kB) while all ranks hold it, and the proportional
+ *           memory of the mappings of file 1 itself or of any file under a "larder-" directory
+ *           (Larder's arenas, segments and node files): summed over the ranks of a node, the
+ *           node's memory for the file
  *   private MAP_PRIVATE, PROT_READ|PROT_WRITE of file 1: the first 100 bytes written; this view
  *           changed, a second mapping of the file does not see it
  *   long    MAP_SHARED, PROT_READ of file 2 with a length of 1 TiB (LMDB's map_size): maps, and
@@ -36,6 +39,31 @@ static long rollup_kb(const char* field) {
   return kb;
 }
 
+/* Pss (kB) of the mappings of `file`, or of files whose path has a "/larder-" component. */
+static long file_pss_kb(const char* file) {
+  FILE* f = fopen("/proc/self/smaps", "r");
+  if (f == NULL) return -1;
+  char line[4608];
+  long kb = 0;
+  int counting = 0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char* slash = strchr(line, '/');
+    unsigned long start = 0, end = 0;
+    if (sscanf(line, "%lx-%lx ", &start, &end) == 2) { /* a mapping's header line */
+      counting = 0;
+      if (slash != NULL) {
+        slash[strcspn(slash, "\n")] = '\0';
+        counting = strcmp(slash, file) == 0 || strstr(slash, "/larder-") != NULL;
+      }
+    } else if (counting && strncmp(line, "Pss:", 4) == 0) {
+      long v = 0;
+      if (sscanf(line + 4, "%ld", &v) == 1) kb += v;
+    }
+  }
+  fclose(f);
+  return kb;
+}
+
 static off_t size_of(int fd) {
   struct stat st;
   return fstat(fd, &st) == 0 ? st.st_size : -1;
@@ -63,7 +91,8 @@ int main(int argc, char** argv) {
     fprintf(out, "whole hash=%016llx\n", (unsigned long long)fnv(whole, (size_t)size));
   }
   MPI_Barrier(MPI_COMM_WORLD); /* every rank holds its mapping, every page touched */
-  fprintf(out, "memory anonymous_kb=%ld pss_kb=%ld\n", rollup_kb("Anonymous"), rollup_kb("Pss"));
+  fprintf(out, "memory anonymous_kb=%ld pss_kb=%ld file_kb=%ld\n", rollup_kb("Anonymous"),
+          rollup_kb("Pss"), file_pss_kb(argv[2]));
   MPI_Barrier(MPI_COMM_WORLD);
 
   unsigned char* priv = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE, big, 0);
