@@ -129,6 +129,71 @@ Result<AgentClient::Reply> AgentClient::call(Op op, std::span<const std::byte> a
   return reply;
 }
 
+namespace {
+
+// '\0'-joined strings, as the produce requests carry them.
+std::string joined(std::initializer_list<std::string_view> parts) {
+  std::string out;
+  bool first = true;
+  for (std::string_view p : parts) {
+    if (!first) out.push_back('\0');
+    out.append(p);
+    first = false;
+  }
+  return out;
+}
+
+// A produce reply's error: its errno, or "unavailable" (the caller writes to the PFS).
+Status produce_status(std::uint32_t status, const char* what) {
+  if (status == kUnavailable) return {Errc::kUnavailable, 0, "the agent cannot answer"};
+  return {Errc::kIoError, static_cast<int>(status), what};
+}
+
+Result<PathRecord> record_of(std::uint32_t status, const std::vector<std::byte>& body,
+                             const char* what) {
+  if (status != 0) return produce_status(status, what);
+  if (body.size() != sizeof(PathRecord)) return produce_status(kUnavailable, what);
+  PathRecord rec;
+  std::memcpy(&rec, body.data(), sizeof rec);
+  return rec;
+}
+
+}  // namespace
+
+Result<std::string> AgentClient::produce_claim(const std::string& path) {
+  auto reply = call(Op::kProduceClaim, bytes_of(std::string_view(path)), {});
+  if (!reply.ok()) return reply.status();
+  if (reply->status != 0) return produce_status(reply->status, "cannot produce the file");
+  return std::string(reinterpret_cast<const char*>(reply->body.data()), reply->body.size());
+}
+
+Result<PathRecord> AgentClient::produce_publish(const std::string& path,
+                                                const std::string& canonical,
+                                                const std::string& staging, std::uint32_t mode) {
+  const std::string parts = joined({path, canonical, staging});
+  auto reply = call(Op::kProducePublish, bytes_of(mode), bytes_of(std::string_view(parts)));
+  if (!reply.ok()) return reply.status();
+  return record_of(reply->status, reply->body, "cannot publish the file");
+}
+
+void AgentClient::produce_abandon(const std::string& path, const std::string& canonical) {
+  const std::string parts = joined({path, canonical});
+  (void)call(Op::kProduceAbandon, bytes_of(std::string_view(parts)), {});
+}
+
+Result<PathRecord> AgentClient::produce_alias(const std::string& from, const std::string& to) {
+  const std::string parts = joined({from, to});
+  auto reply = call(Op::kProduceAlias, bytes_of(std::string_view(parts)), {});
+  if (!reply.ok()) return reply.status();
+  return record_of(reply->status, reply->body, "cannot rename the file");
+}
+
+std::string AgentClient::produce_dir() {
+  auto reply = call(Op::kProduceDir, {}, {});
+  if (!reply.ok() || reply->status != 0) return {};
+  return {reinterpret_cast<const char*>(reply->body.data()), reply->body.size()};
+}
+
 bool AgentClient::stale(std::int64_t checked_s) const noexcept {
   if (config_.revalidate.count() == 0) return false;
   timespec ts{};
@@ -208,10 +273,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     }
   }
   if (!known) {
-    FileRequest req;
-    req.file = file.id;
-    req.size = file.size;
-    req.version = file.version;
+    FileRequest req = request_of(file);
     req.index = index;
     auto reply = call(Op::kPlace, bytes_of(req), bytes_of(std::string_view(file.path)));
     PlaceReply place;
@@ -235,10 +297,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
 
 Result<std::string> AgentClient::node_file(const CachedFile& file) {
   if (fd_.load(std::memory_order_relaxed) < 0) return broken();
-  FileRequest req;
-  req.file = file.id;
-  req.size = file.size;
-  req.version = file.version;
+  const FileRequest req = request_of(file);
   auto reply = call(Op::kNodeFile, bytes_of(req), bytes_of(std::string_view(file.path)));
   if (!reply.ok()) return reply.status();
   if (reply->status != 0 || reply->body.empty()) {
@@ -249,10 +308,7 @@ Result<std::string> AgentClient::node_file(const CachedFile& file) {
 
 Result<std::size_t> AgentClient::read_inline(const CachedFile& file, std::uint64_t offset,
                                              std::span<std::byte> into) {
-  FileRequest req;
-  req.file = file.id;
-  req.size = file.size;
-  req.version = file.version;
+  FileRequest req = request_of(file);
   req.offset = offset;
   req.length = into.size();
   auto reply = call(Op::kRead, bytes_of(req), bytes_of(std::string_view(file.path)));

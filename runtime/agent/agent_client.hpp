@@ -37,6 +37,12 @@ class AgentClient final : public FileService {
   Result<PathRecord> lookup(const std::string& path) override;
   Result<PathRecord> lookup_link(const std::string& path) override;
   Result<std::string> node_file(const CachedFile& file) override;
+  Result<std::string> produce_claim(const std::string& path) override;
+  Result<PathRecord> produce_publish(const std::string& path, const std::string& canonical,
+                                     const std::string& staging, std::uint32_t mode) override;
+  void produce_abandon(const std::string& path, const std::string& canonical) override;
+  Result<PathRecord> produce_alias(const std::string& from, const std::string& to) override;
+  std::string produce_dir() override;
   Result<std::shared_ptr<const Listing>> list(const std::string& path) override;
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
                            std::uint64_t offset) override;

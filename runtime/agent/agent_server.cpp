@@ -35,6 +35,25 @@ Status unavailable(int fd, Op op) {
   return send_message(fd, op, kUnavailable, {});
 }
 
+// The '\0'-separated strings of `bytes`.
+std::vector<std::string> strings_of(std::span<const std::byte> bytes) {
+  std::vector<std::string> out(1);
+  for (std::byte b : bytes) {
+    if (b == std::byte{0}) {
+      out.emplace_back();
+    } else {
+      out.back().push_back(static_cast<char>(b));
+    }
+  }
+  return out;
+}
+
+// The reply to a produce request that failed: its errno, or "unavailable".
+Status produce_error(int fd, Op op, const Status& s) {
+  if (s.code() == Errc::kUnavailable || s.native_code() == 0) return unavailable(fd, op);
+  return send_message(fd, op, static_cast<std::uint32_t>(s.native_code()), {});
+}
+
 }  // namespace
 
 Result<std::unique_ptr<AgentServer>> AgentServer::listen(const std::string& name) {
@@ -102,7 +121,7 @@ void AgentServer::loader_loop() {
   mark_runtime_thread();
   std::vector<pollfd> fds{{loader_fd_, POLLIN, 0}};
   std::vector<std::byte> body;
-  int no_slot = -1;
+  Connection loader_conn;  // the loader's requests use no slot and claim nothing
   auto drop = [&](std::size_t i) {
     untrack(fds[i].fd);
     sys::close(fds[i].fd);
@@ -139,7 +158,7 @@ void AgentServer::loader_loop() {
       const auto op = static_cast<Op>(h.op);
       Status s;
       try {
-        s = op == Op::kLoader || op == Op::kObject ? handle(fds[i].fd, op, body, &no_slot)
+        s = op == Op::kLoader || op == Op::kObject ? handle(fds[i].fd, op, body, &loader_conn)
                                                    : unavailable(fds[i].fd, op);
       } catch (...) {
         s = Status(Errc::kInternal, ENOMEM, "loader request failed");
@@ -150,7 +169,8 @@ void AgentServer::loader_loop() {
   while (fds.size() > 1) drop(fds.size() - 1);
 }
 
-Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, int* slot) {
+Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, Connection* conn) {
+  int* slot = &conn->slot;
   Lease s = Runtime::instance().session();  // held for the request: finalize waits for it
   if (!s) return unavailable(fd, op);
   switch (op) {
@@ -185,7 +205,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       FileRequest req;
       std::string path;
       if (!split(body, &req, &path) || !allowed(*s, path)) return unavailable(fd, op);
-      auto place = s->cache().place(CachedFile{path, req.file, req.size, req.version}, req.index);
+      auto place = s->cache().place(file_of(req, path), req.index);
       if (!place.ok()) return unavailable(fd, op);
       PlaceReply r;
       r.node_local = place->node_local ? 1 : 0;
@@ -200,7 +220,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       }
       std::vector<std::byte> buf(req.length);
       // The worker counts its own read (its stats slot); the rank counts what its cache did.
-      auto n = s->cache().read(CachedFile{path, req.file, req.size, req.version}, buf, req.offset);
+      auto n = s->cache().read(file_of(req, path), buf, req.offset);
       if (!n.ok()) {
         if (n.status().code() == Errc::kUnavailable) return unavailable(fd, op);
         const int err = n.status().native_code() != 0 ? n.status().native_code() : EIO;
@@ -212,7 +232,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       FileRequest req;
       std::string path;
       if (!split(body, &req, &path) || !allowed(*s, path)) return unavailable(fd, op);
-      auto name = s->node_file(CachedFile{path, req.file, req.size, req.version});
+      auto name = s->node_file(file_of(req, path));
       if (!name.ok()) return unavailable(fd, op);
       return send_message(fd, op, 0, bytes_of(std::string_view(*name)));
     }
@@ -242,6 +262,43 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, in
       r.error = answer->error;
       return send_message(fd, op, 0, bytes_of(r), bytes_of(std::string_view(answer->path)));
     }
+    case Op::kProduceClaim: {
+      const std::string path(reinterpret_cast<const char*>(body.data()), body.size());
+      if (path.empty() || path.front() != '/' || !s->config().produced(path)) {
+        return unavailable(fd, op);
+      }
+      auto canonical = s->produce_claim(path);
+      if (!canonical.ok()) return produce_error(fd, op, canonical.status());
+      conn->claims[path] = *canonical;
+      return send_message(fd, op, 0, bytes_of(std::string_view(*canonical)));
+    }
+    case Op::kProducePublish: {
+      std::uint32_t mode = 0;
+      if (body.size() < sizeof mode) return unavailable(fd, op);
+      std::memcpy(&mode, body.data(), sizeof mode);
+      const auto parts = strings_of(std::span(body).subspan(sizeof mode));
+      if (parts.size() != 3 || !s->config().produced(parts[0])) return unavailable(fd, op);
+      conn->claims.erase(parts[0]);
+      auto record = s->produce_publish(parts[0], parts[1], parts[2], mode);
+      if (!record.ok()) return produce_error(fd, op, record.status());
+      return send_message(fd, op, 0, bytes_of(*record));
+    }
+    case Op::kProduceAbandon: {
+      const auto parts = strings_of(body);
+      if (parts.size() != 2 || !s->config().produced(parts[0])) return unavailable(fd, op);
+      conn->claims.erase(parts[0]);
+      s->produce_abandon(parts[0], parts[1]);
+      return send_message(fd, op, 0, {});
+    }
+    case Op::kProduceAlias: {
+      const auto parts = strings_of(body);
+      if (parts.size() != 2 || !s->config().produced(parts[1])) return unavailable(fd, op);
+      auto record = s->produce_alias(parts[0], parts[1]);
+      if (!record.ok()) return produce_error(fd, op, record.status());
+      return send_message(fd, op, 0, bytes_of(*record));
+    }
+    case Op::kProduceDir:
+      return send_message(fd, op, 0, bytes_of(std::string_view(s->produce_dir())));
     case Op::kArena: {
       ArenaRequest req;
       if (body.size() != sizeof req) return unavailable(fd, op);
@@ -301,7 +358,7 @@ void AgentServer::accept_loop() {
 
 void AgentServer::serve(int fd) {
   mark_runtime_thread();
-  int slot = -1;  // this connection's worker stats slot
+  Connection conn;
   std::vector<std::byte> body;
   for (;;) {
     Header h;
@@ -310,16 +367,24 @@ void AgentServer::serve(int fd) {
     if (h.length > 0 && !recv_exact(fd, body.data(), body.size()).ok()) break;
     Status s;
     try {
-      s = handle(fd, static_cast<Op>(h.op), body, &slot);
+      s = handle(fd, static_cast<Op>(h.op), body, &conn);
     } catch (...) {
       s = Status(Errc::kInternal, ENOMEM, "agent request failed");
     }
     if (!s.ok()) break;
   }
-  if (slot >= 0) {
-    // The worker is gone (or closed its client): its counters join the rank's now, or at
-    // finalize (fold_worker_stats) when the session is already closing.
-    if (Lease lease = Runtime::instance().session()) worker_stats_->release(slot, lease->stats());
+  if (Lease lease = Runtime::instance().session()) {
+    // The worker is gone (or closed its client): what it was producing will not come.
+    for (const auto& [path, canonical] : conn.claims) {
+      LARDER_LOG_WARN(
+          "a worker that was producing {} is gone; readers get the file system's "
+          "answer",
+          path);
+      lease->produce_abandon(path, canonical);
+    }
+    // Its counters join the rank's now, or at finalize (fold_worker_stats) when the session is
+    // already closing.
+    if (conn.slot >= 0) worker_stats_->release(conn.slot, lease->stats());
   }
   std::lock_guard lock(mu_);
   if (stopping_) return;  // stop() closes it

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,8 +54,15 @@ class AgentServer {
   void accept_loop();
   void serve(int fd);
   void loader_loop();
-  // One request; `slot` is the connection's worker stats slot (set by kHello).
-  Status handle(int fd, Op op, const std::vector<std::byte>& body, int* slot);
+  // What the agent keeps per worker connection: its stats slot (set by kHello) and the paths it
+  // claimed to produce and has not published (given up when the worker goes: a producer that
+  // died never leaves readers waiting for it).
+  struct Connection {
+    int slot = -1;
+    std::map<std::string, std::string> claims;  // path -> canonical name
+  };
+  // One request on a connection.
+  Status handle(int fd, Op op, const std::vector<std::byte>& body, Connection* conn);
   void track(int fd) noexcept;
   void untrack(int fd) noexcept;
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "runtime/cache/cache.hpp"
 #include "runtime/cache/records.hpp"
 #include "runtime/chunk/chunk_key.hpp"
 
@@ -36,6 +37,13 @@ enum class Op : std::uint32_t {
   // The dynamic loader's audit module (runtime/audit; loader_objects.hpp):
   kLoader = 9,  // body: none            -> the loader tree's root, '\0', the prefixes joined by ':'
   kObject = 10,  // body: u32 exact, name -> ObjectReply + the name to open
+  // Produced files (FileService::produce_*): strings are joined by '\0'. A reply's status is
+  // an errno the caller's call gets (EROFS, EEXIST...), or kUnavailable.
+  kProduceClaim = 11,    // body: path                              -> the canonical name
+  kProducePublish = 12,  // body: u32 mode, path, canonical, staging -> PathRecord
+  kProduceAbandon = 13,  // body: path, canonical                   -> nothing
+  kProduceAlias = 14,    // body: from, to                          -> PathRecord
+  kProduceDir = 15,      // body: none                              -> the files directory
 };
 
 // Reply status: 0, an errno of the file system (kRead), or kUnavailable: the agent cannot
@@ -59,9 +67,10 @@ struct HelloReply {
 struct FileRequest {
   FileId file;
   std::uint64_t size = 0;
-  std::uint64_t version = 0;  // CachedFile::version
-  std::uint64_t index = 0;    // kPlace: the chunk
-  std::uint64_t offset = 0;   // kRead: the byte range
+  std::uint64_t version = 0;     // CachedFile::version
+  std::uint64_t local_only = 0;  // CachedFile::local_only
+  std::uint64_t index = 0;       // kPlace: the chunk
+  std::uint64_t offset = 0;      // kRead: the byte range
   std::uint64_t length = 0;
 };
 
@@ -85,6 +94,19 @@ struct ArenaRequest {
   Tier tier = Tier::kMem;
   std::uint32_t segment = 0;  // tier kFile: which of the rank's segments
 };
+
+// The request's form of `file`, and back.
+inline FileRequest request_of(const CachedFile& file) {
+  FileRequest req;
+  req.file = file.id;
+  req.size = file.size;
+  req.version = file.version;
+  req.local_only = file.local_only ? 1 : 0;
+  return req;
+}
+inline CachedFile file_of(const FileRequest& req, std::string path) {
+  return CachedFile{std::move(path), req.file, req.size, req.version, req.local_only != 0};
+}
 
 // Largest request or reply body either side accepts (a chunk is at most 1 GiB).
 inline constexpr std::uint64_t kMaxBody = (1ull << 30) + 4096;

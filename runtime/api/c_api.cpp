@@ -13,6 +13,7 @@
 
 #include "mpi_transport/mpi_job.hpp"
 #include "runtime/api/file_ops.hpp"
+#include "runtime/api/produce_ops.hpp"
 #include "runtime/api/runtime.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
@@ -217,6 +218,13 @@ int larder_open(const char* path, int flags, ...) {
   }
   return posix_boundary<int>([&]() -> int {
     if (auto s = own_session()) {
+      // Under LARDER_PRODUCE a write produces the file: write(2) to the descriptor, then
+      // larder_close publishes it.
+      auto abs = larder::ops::candidate(s->config(), path, true);
+      if (abs && s->config().produced(*abs)) {
+        auto& table = larder::Runtime::instance().produced();
+        if (auto fd = larder::produce::open(*s, table, *abs, flags, mode)) return *fd;
+      }
       if (auto fd = larder::ops::try_open(*s, path, flags, true)) return *fd;
     }
     return larder::sys::open(path, flags, mode);
@@ -225,6 +233,11 @@ int larder_open(const char* path, int flags, ...) {
 
 int larder_close(int fd) {
   return posix_boundary<int>([&]() -> int {
+    auto& table = larder::Runtime::instance().produced();
+    if (table.maybe_produced(fd)) {
+      auto s = own_session();
+      return larder::produce::close(s ? s.get() : nullptr, table, fd);
+    }
     if (auto s = own_session()) {
       if (auto rc = larder::ops::try_close(s->files(), fd)) return *rc;
     }

@@ -35,6 +35,29 @@ class FileService {
   virtual Result<std::string> node_file(const CachedFile& /*file*/) {
     return Status(Errc::kUnavailable, 0, "no node files here");
   }
+
+  // Produced files (LARDER_PRODUCE; Cache::claim_produced and the rest): a rank serves them from
+  // its cache, a worker through its rank. Not OK with kUnavailable: the service cannot (the
+  // caller writes to the PFS itself); other errors carry the errno the call gets.
+  // Claims `path` for this process to produce: its canonical name.
+  virtual Result<std::string> produce_claim(const std::string& /*path*/) {
+    return Status(Errc::kUnavailable, 0, "no produced files here");
+  }
+  // Publishes `staging` (written, in produce_dir()) as `path`, claimed before.
+  virtual Result<PathRecord> produce_publish(const std::string& /*path*/,
+                                             const std::string& /*canonical*/,
+                                             const std::string& /*staging*/,
+                                             std::uint32_t /*mode*/) {
+    return Status(Errc::kUnavailable, 0, "no produced files here");
+  }
+  // Gives a claim up (the file will not be published).
+  virtual void produce_abandon(const std::string& /*path*/, const std::string& /*canonical*/) {}
+  // Publishes the produced file `from` under the name `to` too (a rename into place).
+  virtual Result<PathRecord> produce_alias(const std::string& /*from*/, const std::string& /*to*/) {
+    return Status(Errc::kUnavailable, 0, "no produced files here");
+  }
+  // Where a producer writes its files until they are published (empty: nowhere).
+  virtual std::string produce_dir() { return {}; }
 };
 
 }  // namespace larder

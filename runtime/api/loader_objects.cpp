@@ -39,15 +39,15 @@ Result<std::string> tree_name(const std::string& root, const std::string& origin
   const std::string name = root + original;
   if (same_inode(name, node_file)) return name;
   if (Status s = make_dirs(root, name.substr(0, name.rfind('/'))); !s.ok()) return s;
-  if (::link(node_file.c_str(), name.c_str()) == 0) return name;
+  if (sys::link(node_file.c_str(), name.c_str()) == 0) return name;
   if (errno != EEXIST) return from_errno(errno, "cannot link " + name);
   if (same_inode(name, node_file)) return name;  // another process of the node linked it
   // An older version's link: replace it atomically (a process that opened it keeps its copy).
   const std::string scratch = name + ".new-" + std::to_string(::getpid());
-  if (::link(node_file.c_str(), scratch.c_str()) != 0 && errno != EEXIST) {
+  if (sys::link(node_file.c_str(), scratch.c_str()) != 0 && errno != EEXIST) {
     return from_errno(errno, "cannot link " + scratch);
   }
-  if (::rename(scratch.c_str(), name.c_str()) != 0) {
+  if (sys::rename(scratch.c_str(), name.c_str()) != 0) {
     const int err = errno;
     sys::unlink(scratch.c_str());
     return from_errno(err, "cannot replace " + name);

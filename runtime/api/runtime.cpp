@@ -10,6 +10,7 @@
 #include "runtime/agent/agent_client.hpp"
 #include "runtime/agent/agent_server.hpp"
 #include "runtime/agent/protocol.hpp"
+#include "runtime/api/produce_ops.hpp"
 #include "runtime/common/log.hpp"
 
 namespace larder {
@@ -116,6 +117,7 @@ void Runtime::on_fork_child() noexcept {
   forked_.store(true, std::memory_order_relaxed);
   active_.store(false, std::memory_order_relaxed);
   files_.reset_lock_in_child();
+  produced_.reset_lock_in_child();
   if (agent::AgentServer* a = agent_.load(std::memory_order_relaxed)) a->close_in_child();
   mpi_life_.pid.store(0, std::memory_order_relaxed);
   if (auto* old = client_.exchange(nullptr, std::memory_order_relaxed)) old->abandon_in_child();
@@ -216,6 +218,8 @@ Status Runtime::finalize(Starter starter) {
     --program_refs_;
     return {};
   }
+  // Files this process produced and still holds open are published while the job can read them.
+  if (session_ != nullptr) produce::publish_unfinished(session_.get(), produced_);
   std::shared_ptr<Session> session;
   {
     std::unique_lock withdraw(session_mu_);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "runtime/api/file_table.hpp"
+#include "runtime/api/produce_table.hpp"
 #include "runtime/api/seams.hpp"
 #include "runtime/api/session.hpp"
 #include "runtime/common/status.hpp"
@@ -143,6 +144,8 @@ class Runtime {
 
   // ---- the preload's process state --------------------------------------------------------
   FileTable& files() noexcept { return files_; }
+  // The files under LARDER_PRODUCE this process writes, until they are published.
+  ProduceTable& produced() noexcept { return produced_; }
   // A path this process opened for writing (or created): later calls on it go to the file
   // system, so the process always sees its own file.
   void mark_written(const std::string& abs);
@@ -150,6 +153,9 @@ class Runtime {
   // UCX's own mmap (ucm_mmap) when Larder took mmap back from UCX's hook; null otherwise.
   void* ucm_mmap() const noexcept { return ucm_mmap_.load(std::memory_order_acquire); }
   void set_ucm_mmap(void* fn) noexcept { ucm_mmap_.store(fn, std::memory_order_release); }
+  // UCX's own munmap (ucm_munmap), likewise.
+  void* ucm_munmap() const noexcept { return ucm_munmap_.load(std::memory_order_acquire); }
+  void set_ucm_munmap(void* fn) noexcept { ucm_munmap_.store(fn, std::memory_order_release); }
 
  private:
   static std::atomic<Runtime*>& slot() noexcept;
@@ -190,10 +196,12 @@ class Runtime {
   std::atomic<bool> client_failed_{false};
 
   FileTable files_;
+  ProduceTable produced_;
   mutable std::mutex written_mu_;
   std::vector<std::string> written_;      // guarded by written_mu_
   std::atomic<bool> any_written_{false};  // relaxed: a hint that written_ is not empty
   std::atomic<void*> ucm_mmap_{nullptr};
+  std::atomic<void*> ucm_munmap_{nullptr};
 };
 
 }  // namespace larder

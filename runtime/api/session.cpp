@@ -214,6 +214,23 @@ Result<std::string> Session::node_file(const CachedFile& file) {
   return cache_->node_file(file);
 }
 
+Result<std::string> Session::produce_claim(const std::string& path) {
+  return cache_->claim_produced(path);
+}
+
+Result<PathRecord> Session::produce_publish(const std::string& path, const std::string& canonical,
+                                            const std::string& staging, std::uint32_t mode) {
+  return cache_->publish_produced(path, canonical, staging, mode);
+}
+
+void Session::produce_abandon(const std::string& path, const std::string& canonical) {
+  cache_->abandon_produced(path, canonical);
+}
+
+Result<PathRecord> Session::produce_alias(const std::string& from, const std::string& to) {
+  return cache_->alias_produced(from, to);
+}
+
 Result<StageTotals> Session::stage(std::span<const std::string> roots) {
   StageTotals totals;
   const std::vector<CachedFile> files = stage_walk(*this, roots, totals);

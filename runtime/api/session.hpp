@@ -65,6 +65,12 @@ class Session final : public FileService {
   Result<std::size_t> read(const CachedFile& file, std::span<std::byte> into,
                            std::uint64_t offset) override;
   Result<std::string> node_file(const CachedFile& file) override;
+  Result<std::string> produce_claim(const std::string& path) override;
+  Result<PathRecord> produce_publish(const std::string& path, const std::string& canonical,
+                                     const std::string& staging, std::uint32_t mode) override;
+  void produce_abandon(const std::string& path, const std::string& canonical) override;
+  Result<PathRecord> produce_alias(const std::string& from, const std::string& to) override;
+  std::string produce_dir() override { return node_files_dir_; }
   // The node's loader tree (runtime/api/loader_objects.hpp); empty when there is none.
   const std::string& loader_root() const noexcept { return loader_root_; }
   // Collective: loads the trees under `roots` into the job's cache, spread over the ranks

@@ -260,6 +260,10 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
 
 Result<std::size_t> Cache::read_direct(const CachedFile& file, std::uint64_t offset,
                                        std::span<std::byte> into) {
+  if (file.local_only) {
+    // Produced in `local` mode: the PFS has no copy, and the cache could not serve it.
+    return Status(Errc::kIoError, EIO, file.path + " (produced, local mode) cannot be read");
+  }
   return pfs_.read(file.path, file.version, offset, into);
 }
 

@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/cache/listing.hpp"
 #include "runtime/cache/records.hpp"
@@ -47,9 +48,11 @@ struct CachedFile {
   FileId id;                  // canonical identity: used for chunk keys
   std::uint64_t size = 0;     // from the cached stat
   std::uint64_t version = 0;  // file_version() of the cached stat: chunks of another are not used
+  bool local_only = false;    // produced in `local` mode: the PFS has no copy to fall back to
 
   static CachedFile of(std::string path, const PathRecord& record) {
-    return CachedFile{std::move(path), record.file, record.meta.size, record.version()};
+    return CachedFile{std::move(path), record.file, record.meta.size, record.version(),
+                      record.local_only()};
   }
 };
 
@@ -118,6 +121,29 @@ class Cache {
   // for every process of the node. kUnavailable (and the like) when it cannot be made: the
   // caller does without (docs/architecture.md, "Node files").
   Result<std::string> node_file(const CachedFile& file);
+
+  // Produced files (cache_produce.cpp; docs/user-guide.md, "Producing files"). A path under
+  // LARDER_PRODUCE: lookup() of it waits until its producer publishes it (or LARDER_TIMEOUT).
+  // Claims `path` (absolute, lexically clean, under LARDER_PRODUCE) for this rank to produce;
+  // its canonical name. Errors carry the errno the open gets: EROFS (published already),
+  // EEXIST (another process produces it), or the parent's (ENOENT, ENOTDIR...); kUnavailable
+  // when the cache cannot say (the caller writes to the PFS instead).
+  Result<std::string> claim_produced(const std::string& path);
+  // Publishes the file this rank produced at `path` (claimed), written in `staging` (a file of
+  // this user in the node's files directory, which the cache takes): on the PFS first in
+  // `through` mode, kept on the node as a segment, its chunks and then its stat answer (`mode`:
+  // the permission bits) published. On failure the claim is given up (readers go to the PFS).
+  Result<PathRecord> publish_produced(const std::string& path, const std::string& canonical,
+                                      const std::string& staging, std::uint32_t mode);
+  // Gives a claim up (the producer could not finish): readers go to the PFS.
+  void abandon_produced(const std::string& path, const std::string& canonical);
+  // Publishes the produced file `from` (published, by any rank) under the name `to` as well, and
+  // in `through` mode renames it on the PFS: the second half of the atomic-save pattern (write a
+  // temporary file, rename it into place). Errors as claim_produced's; kInvalidArgument when
+  // `from` is not a produced file (the caller copies it instead).
+  Result<PathRecord> alias_produced(const std::string& from, const std::string& to);
+  // The directory where producers write their files until they publish them (empty: none).
+  const std::string& files_dir() const noexcept { return node_files_dir_; }
 
   // Finalize has begun: from now on no call makes a directory or transport operation (a read
   // still in flight after the drain must not touch MPI); everything goes to the PFS.
@@ -243,6 +269,17 @@ class Cache {
   std::span<const std::byte> node_bytes(const ChunkRecord& record);
   // The bytes of `record`, a place in this rank's own arena or segment; empty when there is none.
   std::span<std::byte> own_bytes(const ChunkRecord& record) const;
+
+  // produced files (cache_produce.cpp)
+  Result<std::string> produced_canonical(const std::string& path);
+  static std::vector<Key> produced_keys(const std::string& path, const std::string& canonical);
+  Result<PathRecord> lookup_produced(const std::string& path);
+  Answer resolve_produced(const Key& key, const std::string& path);
+  void publish_produced_chunks(const FileId& file, std::uint64_t size, std::uint64_t version,
+                               const Segments::Made& seg);
+  void produced_node_file(const CachedFile& file, const Segments::Made& seg);
+  // The name of `file`'s node file in this node's files directory (empty: none).
+  std::string node_file_name(const CachedFile& file) const;
 
   // node copies and fan-out (cache_copy.cpp)
   Result<Payload> localize_chunk(const Key& key, const Payload& origin, std::uint64_t ticket,

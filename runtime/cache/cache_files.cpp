@@ -21,7 +21,7 @@
 namespace larder {
 namespace {
 
-std::string node_file_name(const std::string& dir, const CachedFile& file) {
+std::string node_file_name_in(const std::string& dir, const CachedFile& file) {
   char name[64];
   std::snprintf(
       name, sizeof name, "/%016llx%016llx-%016llx", static_cast<unsigned long long>(file.id.hi),
@@ -45,11 +45,15 @@ std::atomic<unsigned> g_scratch_serial{0};  // distinct scratch names within one
 
 }  // namespace
 
+std::string Cache::node_file_name(const CachedFile& file) const {
+  return node_files_dir_.empty() ? std::string() : node_file_name_in(node_files_dir_, file);
+}
+
 Result<std::string> Cache::node_file(const CachedFile& file) {
   if (node_files_dir_.empty() || closing()) {
     return Status(Errc::kUnavailable, 0, "node files are off");
   }
-  const std::string name = node_file_name(node_files_dir_, file);
+  const std::string name = node_file_name(file);
   const Key key = path_key(KeyKind::kNodeFile, name);
   Result<std::string> made = node_file_made(file, name, key);
   if (made.ok()) stats_.add(Counter::node_file_maps);
@@ -195,10 +199,10 @@ Status Cache::fill_segment_node_file(const CachedFile& file, const std::string& 
     }
   }
   // Read-only from now on (the owner's mapping keeps its access), then visible whole by its name.
-  if (::chmod(seg->path.c_str(), 0400) != 0) {
+  if (sys::chmod(seg->path.c_str(), 0400) != 0) {
     return from_errno(errno, "cannot publish node file " + name);
   }
-  if (::link(seg->path.c_str(), name.c_str()) != 0 && errno != EEXIST) {
+  if (sys::link(seg->path.c_str(), name.c_str()) != 0 && errno != EEXIST) {
     return from_errno(errno, "cannot publish node file " + name);
   }
   stats_.add(Counter::node_files);
@@ -234,7 +238,7 @@ Status Cache::copy_node_file(const CachedFile& file, const std::string& name) {
     }
     offset += want;
   }
-  if (::fchmod(fd.get(), 0400) != 0 || ::rename(scratch.c_str(), name.c_str()) != 0) {
+  if (sys::fchmod(fd.get(), 0400) != 0 || sys::rename(scratch.c_str(), name.c_str()) != 0) {
     return discard(from_errno(errno, "cannot publish node file " + name));
   }
   stats_.add(Counter::node_files);

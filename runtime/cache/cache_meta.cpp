@@ -28,10 +28,12 @@ Result<Payload> as_is(const Payload& p) {
 }  // namespace
 
 Result<PathRecord> Cache::lookup(const std::string& path) {
+  if (config_.produced(path)) return lookup_produced(path);
   return lookup_key(path, path_key(KeyKind::kPath, path), false);
 }
 
 Result<PathRecord> Cache::lookup_link(const std::string& path) {
+  if (config_.produced(path)) return lookup_produced(path);  // never a link
   auto followed = lookup(path);
   if (followed.ok() && followed->error == 0 && followed->file == file_id_of(path)) return followed;
   return lookup_key(path, path_key(KeyKind::kLinkPath, path), true);
@@ -118,7 +120,7 @@ Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bo
 
 PathRecord Cache::revalidated(const std::string& path, const Key& key, bool link,
                               const PathRecord& record, const Payload& seen) {
-  if (config_.revalidate.count() == 0 || closing() ||
+  if (config_.revalidate.count() == 0 || closing() || record.produced() ||
       now_s() - record.checked_s < config_.revalidate.count()) {
     return record;
   }
@@ -166,6 +168,7 @@ void Cache::report_change(const std::string& path, const PathRecord& before,
 }
 
 Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
+  if (config_.produced(path)) return lookup_produced(path);
   const Key pkey = path_key(KeyKind::kPath, path);
   Payload payload;
   if (node_ == nullptr || closing() || memo_find(pkey, &payload)) return lookup(path);
@@ -233,6 +236,8 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
 // ---- listings --------------------------------------------------------------------------------
 
 Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
+  // Directories of produced files change during the job: listed by the file system each time.
+  if (config_.produced(path)) return Status(Errc::kUnavailable, 0, "a produce directory");
   {
     std::shared_lock lock(memo_mu_);
     if (auto it = listings_.find(path); it != listings_.end()) {

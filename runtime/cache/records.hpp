@@ -13,6 +13,10 @@ namespace larder {
 // A path as written (absolute, lexically clean): the stat() answer, including its errno.
 struct PathRecord {
   static constexpr std::uint32_t kManaged = 1u << 0;  // canonical name is under a prefix
+  // Published by its producer (LARDER_PRODUCE): never checked against the PFS again.
+  static constexpr std::uint32_t kProduced = 1u << 1;
+  // Produced in `local` mode: the PFS has no copy; a failure of the cache is an I/O error.
+  static constexpr std::uint32_t kLocalOnly = 1u << 2;
 
   std::int32_t error = 0;  // errno of resolving the path; 0 when it exists
   std::uint32_t flags = 0;
@@ -21,6 +25,8 @@ struct PathRecord {
   std::int64_t checked_s = 0;  // when the PFS gave this answer (CLOCK_REALTIME, seconds)
 
   bool managed() const noexcept { return (flags & kManaged) != 0; }
+  bool produced() const noexcept { return (flags & kProduced) != 0; }
+  bool local_only() const noexcept { return (flags & kLocalOnly) != 0; }
   // Which version of the file the answer describes (file_version(meta)); 0 without a file.
   std::uint64_t version() const noexcept;
   // Whether `other` describes the same thing: the same errno, and for a file the same version.

@@ -142,4 +142,24 @@ int access(const char* path, int mode) noexcept {
   return as<int>(::syscall(SYS_faccessat, AT_FDCWD, path, mode));
 }
 
+int rename(const char* from, const char* to) noexcept {
+  return as<int>(::syscall(SYS_renameat, AT_FDCWD, from, AT_FDCWD, to));
+}
+
+int link(const char* from, const char* to) noexcept {
+  return as<int>(::syscall(SYS_linkat, AT_FDCWD, from, AT_FDCWD, to, 0));
+}
+
+int chmod(const char* path, mode_t mode) noexcept {
+  return as<int>(::syscall(SYS_fchmodat, AT_FDCWD, path, mode));
+}
+
+int fchmod(int fd, mode_t mode) noexcept {
+  return as<int>(::syscall(SYS_fchmod, fd, mode));
+}
+
+ssize_t sendfile(int out_fd, int in_fd, off_t* offset, std::size_t count) noexcept {
+  return as<ssize_t>(::syscall(SYS_sendfile, out_fd, in_fd, offset, count));
+}
+
 }  // namespace larder::sys

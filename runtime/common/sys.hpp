@@ -43,6 +43,11 @@ int munmap(void* addr, std::size_t len) noexcept;
 // getdents64 into buf; returns the bytes filled, 0 at the end, or -1.
 long getdents64(int fd, void* buf, std::size_t len) noexcept;
 int access(const char* path, int mode) noexcept;
+int rename(const char* from, const char* to) noexcept;
+int link(const char* from, const char* to) noexcept;
+int chmod(const char* path, mode_t mode) noexcept;
+int fchmod(int fd, mode_t mode) noexcept;
+ssize_t sendfile(int out_fd, int in_fd, off_t* offset, std::size_t count) noexcept;
 
 }  // namespace larder::sys
 

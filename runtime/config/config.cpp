@@ -31,7 +31,9 @@ std::optional<T> parse_int(std::string_view v) {
   return out;
 }
 
-Status parse_prefixes(std::string_view value, Config& config) {
+// Adds the directories of `value` (variable `var`) to `out`, and to the managed prefixes.
+Status parse_prefixes(const char* var, std::string_view value, Config& config,
+                      std::vector<std::string>* out) {
   constexpr std::string_view kAccepted =
       "a colon-separated list of absolute directory paths, e.g. /lus/data:/lus/envs";
   std::size_t start = 0;
@@ -40,12 +42,15 @@ Status parse_prefixes(std::string_view value, Config& config) {
     if (end == std::string_view::npos) end = value.size();
     std::string_view item = value.substr(start, end - start);
     if (!item.empty()) {
-      if (item.front() != '/') return bad("LARDER_PREFIX", value, kAccepted);
+      if (item.front() != '/') return bad(var, value, kAccepted);
       std::string clean = path::lexically_normal(std::string(item));
-      config.prefixes.push_back(clean);
       // A prefix given through a symlink also matches under its real name.
       std::string real = path::real_path_or_empty(clean);
-      if (!real.empty() && real != clean) config.prefixes.push_back(real);
+      for (std::vector<std::string>* list : {&config.prefixes, out}) {
+        if (list == nullptr) continue;
+        list->push_back(clean);
+        if (!real.empty() && real != clean) list->push_back(real);
+      }
     }
     start = end + 1;
   }
@@ -75,7 +80,19 @@ Result<Config> Config::parse(const Lookup& lookup) {
     c.enabled = *b;
   }
   if (auto v = get("LARDER_PREFIX")) {
-    if (Status s = parse_prefixes(*v, c); !s.ok()) return s;
+    if (Status s = parse_prefixes("LARDER_PREFIX", *v, c, nullptr); !s.ok()) return s;
+  }
+  if (auto v = get("LARDER_PRODUCE")) {
+    if (Status s = parse_prefixes("LARDER_PRODUCE", *v, c, &c.produce); !s.ok()) return s;
+  }
+  if (auto v = get("LARDER_PRODUCE_MODE")) {
+    if (*v == "through") {
+      c.produce_mode = ProduceMode::kThrough;
+    } else if (*v == "local") {
+      c.produce_mode = ProduceMode::kLocal;
+    } else {
+      return bad("LARDER_PRODUCE_MODE", *v, "through or local");
+    }
   }
   constexpr std::string_view kSize =
       "a byte count with an optional K, M, G or T suffix (powers of 1024), e.g. 8G";
@@ -191,6 +208,13 @@ Result<Config> Config::parse(const Lookup& lookup) {
 
 Result<Config> Config::from_environment() {
   return parse([](const char* name) { return std::getenv(name); });
+}
+
+bool Config::produced(const std::string& p) const {
+  for (const std::string& dir : produce) {
+    if (path::is_within(p, dir)) return true;
+  }
+  return false;
 }
 
 bool Config::lexically_managed(const std::string& p) const {

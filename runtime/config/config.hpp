@@ -17,11 +17,17 @@
 namespace larder {
 
 enum class TransportKind : std::uint8_t { kUcx, kMpi };
+// What a produced file leaves on the PFS (docs/user-guide.md, "Producing files"): `through`
+// writes it there too when it is published (nothing is lost if the job dies), `local` keeps it
+// on its node only (gone at the end of the job, as DYAD does).
+enum class ProduceMode : std::uint8_t { kThrough, kLocal };
 
 struct Config {
-  bool enabled = true;                             // LARDER_ENABLE
-  std::vector<std::string> prefixes;               // LARDER_PREFIX, absolute and lexically clean
-  std::uint64_t mem_budget = 0;                    // LARDER_MEM, bytes per node
+  bool enabled = true;                               // LARDER_ENABLE
+  std::vector<std::string> prefixes;                 // LARDER_PREFIX and LARDER_PRODUCE (clean)
+  std::vector<std::string> produce;                  // LARDER_PRODUCE: write once, read many
+  ProduceMode produce_mode = ProduceMode::kThrough;  // LARDER_PRODUCE_MODE
+  std::uint64_t mem_budget = 0;                      // LARDER_MEM, bytes per node
   std::uint64_t disk_budget = 0;                   // LARDER_DISK, bytes per node (0: no disk tier)
   std::uint64_t chunk_size = 4ull << 20;           // LARDER_CHUNK
   std::string local_dir = "/tmp";                  // LARDER_DIR: node-local directory (disk tier)
@@ -53,6 +59,8 @@ struct Config {
   // True when `path` (absolute, lexically clean) is below one of the prefixes. With no
   // prefixes configured, nothing is below a prefix.
   bool lexically_managed(const std::string& path) const;
+  // True when `path` (absolute, lexically clean) is below a LARDER_PRODUCE directory.
+  bool produced(const std::string& path) const;
 };
 
 // The default memory budget: a quarter of the node's physical memory.

@@ -97,15 +97,35 @@ class Directory {
   // The claimer could not load the entry; it becomes FAILED and its waiters are told.
   virtual Status abandon(const Key& key) = 0;
   // publish() (ready) or abandon() (not ready) for many claimed keys: one round trip in all.
+  // `tell_home`: the key may have watchers (watch()); its home is told it is final (one message).
   struct Final {
     Key key;
     Payload payload{};
     bool ready = true;
+    bool tell_home = false;
   };
   virtual void finish_many(std::span<const Final> finals, std::span<Status> out) {
     for (std::size_t i = 0; i < finals.size(); ++i) {
       out[i] = finals[i].ready ? publish(finals[i].key, finals[i].payload) : abandon(finals[i].key);
     }
+  }
+  // Waits until the entry of `key` is final (READY or FAILED), whoever claims it, even when
+  // nobody has yet (a consumer of a file not produced yet): registered with the key's home, which
+  // the claimer tells when it finishes the entry with Final::tell_home (one message each way, no
+  // polling). kTimeout after `timeout`.
+  virtual Result<Claim> watch(const Key& key, std::chrono::milliseconds timeout) = 0;
+  // publish() and abandon() of a watched key (Final::tell_home).
+  Status publish_watched(const Key& key, const Payload& payload) {
+    const Final f{key, payload, true, true};
+    Status out;
+    finish_many(std::span(&f, 1), std::span(&out, 1));
+    return out;
+  }
+  Status abandon_watched(const Key& key) {
+    const Final f{key, Payload{}, false, true};
+    Status out;
+    finish_many(std::span(&f, 1), std::span(&out, 1));
+    return out;
   }
 };
 

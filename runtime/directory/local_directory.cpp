@@ -34,6 +34,17 @@ Result<Claim> LocalDirectory::wait(const Key& key, const Claim& /*loading*/,
   return Claim{it->second.outcome, it->second.payload, 0, 0};
 }
 
+Result<Claim> LocalDirectory::watch(const Key& key, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  const bool done = changed_.wait_for(lock, timeout, [&] {
+    auto it = entries_.find(key);
+    return it != entries_.end() && it->second.outcome != Claim::Outcome::kLoading;
+  });
+  if (!done) return Status(Errc::kTimeout, ETIMEDOUT, "timed out waiting for the entry");
+  auto it = entries_.find(key);
+  return Claim{it->second.outcome, it->second.payload, 0, 0};
+}
+
 Status LocalDirectory::finish(const Key& key, Claim::Outcome outcome, const Payload& payload) {
   {
     std::lock_guard lock(mu_);

@@ -21,6 +21,7 @@ class LocalDirectory final : public Directory {
                      std::chrono::milliseconds timeout) override;
   Status publish(const Key& key, const Payload& payload) override;
   Status abandon(const Key& key) override;
+  Result<Claim> watch(const Key& key, std::chrono::milliseconds timeout) override;
 
  private:
   struct Entry {

@@ -62,6 +62,10 @@ ShardedDirectory::ShardedDirectory(ShardOps& ops, std::uint32_t slots, Messenger
                [this](int from, std::span<const std::byte> b) { on_register(from, b); });
   messenger.on(Channel::kWaitNotify,
                [this](int from, std::span<const std::byte> b) { on_notify(from, b); });
+  messenger.on(Channel::kWatchRegister,
+               [this](int from, std::span<const std::byte> b) { on_watch_register(from, b); });
+  messenger.on(Channel::kWatchFinal,
+               [this](int from, std::span<const std::byte> b) { on_watch_final(from, b); });
 }
 
 ShardedDirectory::~ShardedDirectory() = default;
@@ -211,7 +215,7 @@ Result<Claim> ShardedDirectory::acquire(const Key& key, unsigned flags) {
 
 void ShardedDirectory::await_notices(std::span<const Key> keys, std::span<const int> claimers,
                                      std::chrono::steady_clock::time_point deadline,
-                                     std::span<Result<Claim>> out) {
+                                     std::span<Result<Claim>> out, Channel channel) {
   // One Waiter per key and rank (threads of this rank waiting for the same key share it);
   // the first to wait registers, with one message per claimer for all its keys.
   std::vector<std::shared_ptr<Waiter>> ws(keys.size());
@@ -231,11 +235,16 @@ void ShardedDirectory::await_notices(std::span<const Key> keys, std::span<const 
   std::unordered_map<int, Status> sent;
   for (auto& [claimer, list] : registrations) {
     if (claimer == rank_) {
-      for (const Key& k : list) {  // another thread of this rank is loading them
-        on_register(rank_, {reinterpret_cast<const std::byte*>(&k), sizeof k});
+      for (const Key& k : list) {  // another thread of this rank is loading them (or the home)
+        const std::span<const std::byte> body{reinterpret_cast<const std::byte*>(&k), sizeof k};
+        if (channel == Channel::kWatchRegister) {
+          on_watch_register(rank_, body);
+        } else {
+          on_register(rank_, body);
+        }
       }
     } else {
-      sent[claimer] = send_in_pieces(claimer, Channel::kWaitRegister, list);
+      sent[claimer] = send_in_pieces(claimer, channel, list);
     }
   }
   std::unique_lock lock(mu_);
@@ -328,6 +337,37 @@ void ShardedDirectory::wait_many(std::span<const Key> keys, std::span<const Clai
   }
 }
 
+Result<Claim> ShardedDirectory::watch(const Key& key, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    Result<Claim> now = acquire(key, kLookOnly);
+    if (!now.ok()) return now;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (now->outcome == Claim::Outcome::kReady || now->outcome == Claim::Outcome::kFailed) {
+      return now;
+    }
+    if (left.count() <= 0) {
+      return Status(Errc::kTimeout, ETIMEDOUT, "timed out waiting for the entry");
+    }
+    if (now->outcome == Claim::Outcome::kLoading && now->claimer >= 0) {
+      return wait(key, *now, left);  // claimed: its claimer tells its waiters
+    }
+    if (now->outcome == Claim::Outcome::kAbsent) {
+      // Nobody has claimed it: the home is told when somebody finishes it.
+      const int home = home_of(key);
+      Result<Claim> told = Status();
+      await_notices(std::span(&key, 1), std::span(&home, 1), deadline, std::span(&told, 1),
+                    Channel::kWatchRegister);
+      if (!told.ok() || told->outcome != Claim::Outcome::kLoading) return told;
+    }
+    // "Look again" (the home forgot the key, or a read overlapped a publication): a short pause.
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+}
+
 Result<Claim> ShardedDirectory::wait(const Key& key, const Claim& loading,
                                      std::chrono::milliseconds timeout) {
   Result<Claim> out = Status();
@@ -370,14 +410,24 @@ ShardedDirectory::Notice ShardedDirectory::notice_of(const Key& key, const Claim
   return n;
 }
 
+namespace {
+
+// The keys a registration carries (none when the body is malformed).
+std::vector<Key> keys_in(std::span<const std::byte> body) {
+  std::vector<Key> keys;
+  if (body.empty() || body.size() % sizeof(Key) != 0) return keys;
+  keys.resize(body.size() / sizeof(Key));
+  std::memcpy(keys.data(), body.data(), body.size());
+  return keys;
+}
+
+}  // namespace
+
 void ShardedDirectory::on_register(int from, std::span<const std::byte> body) {
-  if (body.empty() || body.size() % sizeof(Key) != 0) return;
   std::vector<Notice> answers;
   {
     std::lock_guard lock(mu_);
-    for (std::size_t at = 0; at < body.size(); at += sizeof(Key)) {
-      Key key;
-      std::memcpy(&key, body.data() + at, sizeof key);
+    for (const Key& key : keys_in(body)) {
       if (auto it = finished_.find(key); it != finished_.end()) {
         answers.push_back(notice_of(key, it->second));
       } else if (auto l = loading_.find(key); l != loading_.end()) {
@@ -389,6 +439,46 @@ void ShardedDirectory::on_register(int from, std::span<const std::byte> body) {
     }
   }
   notify_all(from, answers);
+}
+
+void ShardedDirectory::on_watch_register(int from, std::span<const std::byte> body) {
+  std::vector<Notice> answers;
+  {
+    std::lock_guard lock(mu_);
+    for (const Key& key : keys_in(body)) {
+      if (auto it = watched_final_.find(key); it != watched_final_.end()) {
+        answers.push_back(notice_of(key, it->second));
+      } else {
+        watchers_[key].push_back(from);
+      }
+    }
+  }
+  notify_all(from, answers);
+}
+
+void ShardedDirectory::on_watch_final(int /*from*/, std::span<const std::byte> body) {
+  if (body.empty() || body.size() % sizeof(Notice) != 0) return;
+  std::unordered_map<int, std::vector<Notice>> out;
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t at = 0; at < body.size(); at += sizeof(Notice)) {
+      Notice n;
+      std::memcpy(&n, body.data() + at, sizeof n);
+      const Claim final{static_cast<Claim::Outcome>(n.outcome), n.payload, n.claimer, 0};
+      if (watched_final_.insert_or_assign(n.key, final).second) {
+        watched_order_.push_back(n.key);
+        if (watched_order_.size() > kWatchedKept) {
+          watched_final_.erase(watched_order_.front());
+          watched_order_.pop_front();
+        }
+      }
+      if (auto it = watchers_.find(n.key); it != watchers_.end()) {
+        for (int to : it->second) out[to].push_back(n);
+        watchers_.erase(it);
+      }
+    }
+  }
+  for (const auto& [to, list] : out) notify_all(to, list);
 }
 
 void ShardedDirectory::on_notify(int /*from*/, std::span<const std::byte> body) {
@@ -444,6 +534,7 @@ void ShardedDirectory::finish_many(std::span<const Final> finals, std::span<Stat
   std::vector<Loading> settled(finals.size());
   std::vector<Claim> answers(finals.size());
   std::vector<bool> issued(finals.size(), false);
+  std::vector<bool> held(finals.size(), false);  // this rank held the claim
   for (std::size_t i = 0; i < finals.size(); ++i) {
     answers[i] = Claim{finals[i].ready ? Claim::Outcome::kReady : Claim::Outcome::kFailed,
                        finals[i].ready ? finals[i].payload : Payload{}, rank_, 0};
@@ -451,6 +542,7 @@ void ShardedDirectory::finish_many(std::span<const Final> finals, std::span<Stat
       out[i] = Status(Errc::kInternal, EINVAL, "finishing an entry this rank did not claim");
       continue;
     }
+    held[i] = true;
     out[i] = put_final(finals[i].key, settled[i].where, answers[i], words[i]);
     issued[i] = out[i].ok();
   }
@@ -466,6 +558,23 @@ void ShardedDirectory::finish_many(std::span<const Final> finals, std::span<Stat
     }
   }
   for (const auto& [to, list] : notices) notify_all(to, list);
+  // Watched entries: their homes are told (also when the slot could not be written), one
+  // message per home.
+  std::unordered_map<int, std::vector<Notice>> homes;
+  for (std::size_t i = 0; i < finals.size(); ++i) {
+    if (finals[i].tell_home && held[i]) {
+      homes[home_of(finals[i].key)].push_back(notice_of(finals[i].key, answers[i]));
+    }
+  }
+  for (const auto& [home, list] : homes) {
+    if (home == rank_) {
+      on_watch_final(
+          rank_, {reinterpret_cast<const std::byte*>(list.data()), list.size() * sizeof(Notice)});
+    } else if (Status s = send_in_pieces(home, Channel::kWatchFinal, list); !s.ok()) {
+      LARDER_LOG_LIMITED(kWarn, "cannot tell rank {} that watched entries are final: {}", home,
+                         s.message());
+    }
+  }
 }
 
 Status ShardedDirectory::finish(const Final& f) {

@@ -23,6 +23,11 @@
 //   wait()       a LOADING entry names its claimer: the waiter registers with it through the
 //                Messenger (one message) and is told when it is final (one message). No polling.
 //   acquire_many() one round trip for any number of keys (per probe step).
+//   watch()      for an entry nobody has claimed yet (a file not produced yet): the watcher
+//                registers with the key's home (one message); the claimer, when it finishes the
+//                entry with Final::tell_home, tells the home (one message per home for all its
+//                keys), and the home tells each watcher (one message). The home keeps the last
+//                kWatchedKept final answers for registrations that arrive after them.
 //
 // Two keys whose words share the low 40 bits and probe the same slot cannot be told apart while
 // the first is loading: the second waits for the wrong claimer, which answers "look again",
@@ -71,6 +76,7 @@ class ShardedDirectory final : public Directory {
   Status publish(const Key& key, const Payload& payload) override;
   Status abandon(const Key& key) override;
   void finish_many(std::span<const Final> finals, std::span<Status> out) override;
+  Result<Claim> watch(const Key& key, std::chrono::milliseconds timeout) override;
 
  private:
   struct Where {
@@ -132,9 +138,12 @@ class ShardedDirectory final : public Directory {
     Payload payload{};
   };
   static Notice notice_of(const Key& key, const Claim& claim);
-  // Handlers of the two channels: bodies are arrays of keys (registrations) and of notices.
+  // Handlers of the channels: bodies are arrays of keys (registrations) and of notices.
   void on_register(int from, std::span<const std::byte> body);
   void on_notify(int from, std::span<const std::byte> body);
+  // At a home: a watcher registers (keys), a claimer says watched entries are final (notices).
+  void on_watch_register(int from, std::span<const std::byte> body);
+  void on_watch_final(int from, std::span<const std::byte> body);
   // Sends `notices` to rank `to` (this rank: delivered at once), as few messages as fit.
   void notify_all(int to, const std::vector<Notice>& notices);
   template <class T>
@@ -156,10 +165,16 @@ class ShardedDirectory final : public Directory {
   std::list<Key> finished_order_;                     // guarded by mu_
   std::condition_variable woken_;
   std::unordered_map<Key, std::shared_ptr<Waiter>, KeyHash> waiting_;  // guarded by mu_
-  // Registers (once per key and rank; one message per claimer) and waits for the claimers'
-  // notices, up to `deadline`.
+  // At this rank as a home: the ranks watching each key, and the watched keys known final.
+  static constexpr std::size_t kWatchedKept = 1u << 16;
+  std::unordered_map<Key, std::vector<int>, KeyHash> watchers_;  // guarded by mu_
+  std::unordered_map<Key, Claim, KeyHash> watched_final_;        // guarded by mu_
+  std::list<Key> watched_order_;                                 // guarded by mu_
+  // Registers (once per key and rank; one message per target: claimers[i] on `channel`) and
+  // waits for the notices, up to `deadline`.
   void await_notices(std::span<const Key> keys, std::span<const int> claimers,
-                     std::chrono::steady_clock::time_point deadline, std::span<Result<Claim>> out);
+                     std::chrono::steady_clock::time_point deadline, std::span<Result<Claim>> out,
+                     Channel channel = Channel::kWaitRegister);
 };
 
 }  // namespace larder

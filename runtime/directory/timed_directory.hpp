@@ -52,6 +52,13 @@ class TimedDirectory final : public Directory {
     inner_.finish_many(finals, out);
     since(start, Counter::directory_ns);
   }
+  Result<Claim> watch(const Key& key, std::chrono::milliseconds timeout) override {
+    stats_.add(Counter::waits);
+    const auto start = now();
+    auto r = inner_.watch(key, timeout);
+    since(start, Counter::wait_ns);
+    return r;
+  }
   Status abandon(const Key& key) override {
     const auto start = now();
     Status s = inner_.abandon(key);

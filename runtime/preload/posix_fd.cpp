@@ -7,6 +7,7 @@
 
 #include <cstdarg>
 
+#include "runtime/api/produce_ops.hpp"
 #include "runtime/preload/wrap.hpp"
 
 namespace larder::preload {
@@ -16,10 +17,18 @@ namespace {
 int adopt_copy(int from, int to) noexcept {
   if (to < 0 || !owns_table()) return to;
   try {
-    if (auto file = files().find(from)) files().adopt(to, std::move(file));
+    if (auto file = files().find(from)) {
+      files().adopt(to, std::move(file));
+    } else if (auto produced = runtime().produced().find(from)) {
+      runtime().produced().add(to, std::move(produced));  // one more descriptor to close
+    }
   } catch (...) {
   }
   return to;
+}
+
+bool produced_fd(int fd) noexcept {
+  return runtime().produced().maybe_produced(fd);
 }
 
 // dup2/dup3 onto `to`: `to` stops being whatever managed file it was.
@@ -28,17 +37,27 @@ int dup_onto(int from, int to, Real&& real_call) noexcept {
   ReentryGuard guard;
   real::ensure();
   if (!guard.outermost() || !enabled()) return real_call();
-  const bool from_managed = files().maybe_managed(from);
-  const bool to_managed = files().maybe_managed(to);
+  const bool from_managed = files().maybe_managed(from) || produced_fd(from);
+  const bool to_managed = files().maybe_managed(to) || produced_fd(to);
   if (!from_managed && !to_managed) return real_call();
   if (from == to) return real_call();
   const int rc = real_call();
   if (rc < 0 || !owns_table()) return rc;
-  if (to_managed) files().forget(to);
+  if (to_managed) {
+    files().forget(to);
+    // `to` was a descriptor of a file being produced, closed by the dup: perhaps its last.
+    if (auto due = runtime().produced().release(to)) {
+      Service svc = service();
+      produce::publish(svc.svc, runtime().produced(), due);
+    }
+  }
   return from_managed ? adopt_copy(from, rc) : rc;
 }
 
 std::optional<int> serve_fcntl(int fd, int cmd, void* arg, int (*real_fcntl)(int, int, ...)) {
+  if (produced_fd(fd) && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) {
+    return adopt_copy(fd, call(real_fcntl, fd, cmd, reinterpret_cast<long>(arg)));
+  }
   auto file = files().find(fd);
   if (!file) return std::nullopt;
   switch (cmd) {

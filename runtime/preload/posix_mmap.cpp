@@ -5,12 +5,15 @@
 // When there is no node file (a worker process, no room, any failure): a private anonymous
 // mapping filled through the cache, then given the protection asked for. A writable shared
 // mapping needs a writable descriptor (EACCES, as the kernel says for a read-only one).
+// A writable shared mapping of a file being produced (LARDER_PRODUCE) is the kernel's, counted:
+// the file is published once its last descriptor and mapping are gone (munmap).
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "runtime/common/sys.hpp"
 
+#include "runtime/api/produce_ops.hpp"
 #include "runtime/preload/ucx_hooks.hpp"
 #include "runtime/preload/wrap.hpp"
 
@@ -27,8 +30,32 @@ void* pass_mmap(void* addr, size_t len, int prot, int flags, int fd, off64_t off
   return call(real::mmap64, addr, len, prot, flags, fd, offset);
 }
 
+// A mapping of a produced file's descriptor: the kernel's; a writable shared one is counted.
+// munmap, to UCX when Larder took it back from UCX's hook, else libc's.
+int pass_munmap(void* addr, size_t len) noexcept {
+  if (MunmapFn ucm = ucm_munmap()) return ucm(addr, len);
+  real::ensure();
+  return call(real::munmap, addr, len);
+}
+
+std::optional<void*> produced_mmap(void* addr, size_t len, int prot, int flags, int fd,
+                                   off64_t offset) {
+  auto produced = runtime().produced().find(fd);
+  if (!produced) return std::nullopt;
+  void* map = pass_mmap(addr, len, prot, flags, fd, offset);
+  const int type = flags & MAP_TYPE;
+  if (map != MAP_FAILED && (prot & PROT_WRITE) != 0 &&
+      (type == MAP_SHARED || type == MAP_SHARED_VALIDATE) && owns_table()) {
+    const int err = errno;
+    runtime().produced().add_map(map, len, std::move(produced));
+    errno = err;
+  }
+  return map;
+}
+
 std::optional<void*> serve_mmap(FileService& svc, void* addr, size_t len, int prot, int flags,
                                 int fd, off64_t offset) {
+  if (auto p = produced_mmap(addr, len, prot, flags, fd, offset)) return p;
   auto file = files().find(fd);
   if (!file) return std::nullopt;
   const auto page = static_cast<off64_t>(::sysconf(_SC_PAGESIZE));
@@ -64,7 +91,7 @@ std::optional<void*> serve_mmap(FileService& svc, void* addr, size_t len, int pr
           ops::read_at(svc, *file, static_cast<char*>(map) + done, want - done, start + done);
       if (n <= 0) {
         const int err = n < 0 ? errno : EIO;
-        ::munmap(map, len);
+        pass_munmap(map, len);
         errno = err;
         return MAP_FAILED;
       }
@@ -73,7 +100,7 @@ std::optional<void*> serve_mmap(FileService& svc, void* addr, size_t len, int pr
   }
   if (prot != (PROT_READ | PROT_WRITE) && ::mprotect(map, len, prot) != 0) {
     const int err = errno;
-    ::munmap(map, len);
+    pass_munmap(map, len);
     errno = err;
     return MAP_FAILED;
   }
@@ -100,6 +127,24 @@ void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t offset
   return on_fd(
       fd, [&] { return pass_mmap(addr, len, prot, flags, fd, offset); },
       [&](FileService& svc) { return serve_mmap(svc, addr, len, prot, flags, fd, offset); });
+}
+
+int munmap(void* addr, size_t len) noexcept {
+  // The end of a writable mapping of a file being produced may publish it.
+  const larder::Runtime* rt = larder::Runtime::existing();
+  if (rt == nullptr || !enabled() || !runtime().produced().any_maps() || !owns_table()) {
+    return pass_munmap(addr, len);
+  }
+  ReentryGuard guard;
+  auto due = runtime().produced().release_maps(addr, len);
+  const int rc = pass_munmap(addr, len);
+  const int err = errno;
+  for (const auto& file : due) {
+    Service svc = service();
+    larder::produce::publish(svc.svc, runtime().produced(), file);
+  }
+  errno = err;
+  return rc;
 }
 
 }  // extern "C"

@@ -5,14 +5,20 @@
 
 #include <cstdarg>
 
+#include "runtime/api/produce_ops.hpp"
 #include "runtime/preload/wrap.hpp"
 
 namespace larder::preload {
 namespace {
 
 // Serves an open of a managed path; a write (or flags the cache cannot honour) goes to the
-// file system, and a path this process writes is left to the file system from then on.
-std::optional<int> serve_open(FileService& svc, const std::string& abs, int flags) {
+// file system, and a path this process writes is left to the file system from then on. Under
+// LARDER_PRODUCE a write produces the file (produce_ops.hpp) and a read waits for it.
+std::optional<int> serve_open(FileService& svc, const std::string& abs, int flags, mode_t mode) {
+  if (svc.config().produced(abs)) {
+    if (auto fd = produce::open(svc, runtime().produced(), abs, flags, mode)) return fd;
+    if (produce::writes(flags)) return std::nullopt;  // the cache cannot: the file system
+  }
   if (!ops::cacheable_flags(flags)) {
     if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) != 0) {
       runtime().mark_written(abs);
@@ -36,7 +42,7 @@ int open_at(int dirfd, const char* path, int flags, mode_t mode,
                    ? call(real_open, path, flags, mode)
                    : call(real_openat, dirfd, path, flags, mode);
       },
-      [&](FileService& svc, const std::string& abs) { return serve_open(svc, abs, flags); });
+      [&](FileService& svc, const std::string& abs) { return serve_open(svc, abs, flags, mode); });
 }
 
 mode_t mode_arg(int flags, va_list ap) noexcept {
@@ -48,12 +54,29 @@ bool close_managed(int fd) noexcept {
   return ops::try_close(files(), fd).has_value();
 }
 
+// close() of a descriptor of a file being produced: its last close publishes it.
+int close_produced(int fd) noexcept {
+  try {
+    Service svc = service();
+    return produce::close(svc.svc, runtime().produced(), fd);
+  } catch (...) {
+    return call(real::close, fd);
+  }
+}
+
 // Forgets the managed descriptors in [first, last] before a range close.
 void forget_range(unsigned first, unsigned last) noexcept {
   if (!enabled() || !owns_table()) return;
   const unsigned end = std::min<unsigned>(last, FileTable::kMaxTracked - 1);
   for (unsigned fd = first; fd <= end; ++fd) {
     if (files().maybe_managed(static_cast<int>(fd))) files().forget(static_cast<int>(fd));
+    if (runtime().produced().maybe_produced(static_cast<int>(fd))) {
+      // Closed with the range: its last close publishes it, as close() would.
+      if (auto due = runtime().produced().release(static_cast<int>(fd))) {
+        Service svc = service();
+        produce::publish(svc.svc, runtime().produced(), due);
+      }
+    }
   }
 }
 
@@ -134,6 +157,9 @@ int close(int fd) {
   if (fd_passes_through(fd)) return call(real::close, fd);
   ReentryGuard guard;
   real::ensure();
+  if (guard.outermost() && runtime().produced().maybe_produced(fd) && owns_table()) {
+    return close_produced(fd);
+  }
   if (guard.outermost() && fd_is_managed(fd) && close_managed(fd)) return 0;
   return call(real::close, fd);
 }

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/api/produce_ops.hpp"
+#include "runtime/common/sys.hpp"
 #include "runtime/preload/wrap.hpp"
 
 namespace larder::preload {
@@ -17,7 +19,20 @@ static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat and stat64 dif
 
 std::optional<int> serve_path_stat(FileService& svc, const std::string& abs, struct stat* st,
                                    bool follow) {
+  // A file this process is producing: its own view of it (readers elsewhere wait for it).
+  if (svc.config().produced(abs)) {
+    if (auto rc = produce::stat_own(runtime().produced(), abs, st)) return rc;
+  }
   return ops::stat_path(svc, abs, st, follow);
+}
+
+// fstat() of a descriptor of a file being produced: the staging file, with the mode asked for.
+std::optional<int> produced_fstat(int fd, struct stat* st) {
+  auto produced = runtime().produced().find(fd);
+  if (!produced) return std::nullopt;
+  if (sys::fstat(fd, st) != 0) return -1;
+  st->st_mode = S_IFREG | produced->mode;
+  return 0;
 }
 
 template <class Stat>
@@ -45,6 +60,7 @@ template <class Stat, class Real>
 int fstat_fd(int fd, Stat* out, Real&& real_call) noexcept {
   return on_fd(fd, real_call, [&](FileService&) {
     struct stat st {};
+    if (auto rc = produced_fstat(fd, &st)) return as_stat64(rc, st, out);
     return as_stat64(ops::try_fstat(files(), fd, &st), st, out);
   });
 }

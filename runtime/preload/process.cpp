@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "runtime/agent/agent_client.hpp"
+#include "runtime/api/produce_ops.hpp"
 #include "runtime/api/reentry.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
@@ -48,8 +49,10 @@ bool under_prefix(std::string_view clean) noexcept {
 
 void fork_prepare() {
   files().lock_for_fork();
+  runtime().produced().lock_for_fork();
 }
 void fork_parent() {
+  runtime().produced().unlock_after_fork();
   files().unlock_after_fork();
 }
 void fork_child() {
@@ -108,21 +111,32 @@ std::optional<std::string> candidate(const char* path) {
     abs = path::absolute(p);
     if (abs.empty() || !under_prefix(abs)) return std::nullopt;
   }
-  if (runtime().written(abs)) return std::nullopt;
+  // A path this process wrote goes to the file system; files it produces stay Larder's.
+  if (runtime().written(abs) && !runtime().config().produced(abs)) return std::nullopt;
   return abs;
 }
 
-std::optional<std::string> candidate_at(int dirfd, const char* path) {
+std::optional<std::string> absolute_at(int dirfd, const char* path) {
   if (path == nullptr || *path == '\0') return std::nullopt;
-  if (dirfd == AT_FDCWD || path[0] == '/') return candidate(path);
+  if (dirfd == AT_FDCWD || path[0] == '/') {
+    std::string abs = path::absolute(path);
+    if (abs.empty()) return std::nullopt;
+    return abs;
+  }
   char link[64];
   std::snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
   char base[PATH_MAX];
   const ssize_t n = ::readlink(link, base, sizeof base - 1);
   if (n <= 0 || base[0] != '/') return std::nullopt;
-  const std::string abs =
-      path::absolute_from(std::string_view(base, static_cast<std::size_t>(n)), path);
-  return candidate(abs.c_str());
+  return path::absolute_from(std::string_view(base, static_cast<std::size_t>(n)), path);
+}
+
+std::optional<std::string> candidate_at(int dirfd, const char* path) {
+  if (path == nullptr || *path == '\0') return std::nullopt;
+  if (dirfd == AT_FDCWD || path[0] == '/') return candidate(path);
+  auto abs = absolute_at(dirfd, path);
+  if (!abs) return std::nullopt;
+  return candidate(abs->c_str());
 }
 
 Service service() noexcept {
@@ -168,6 +182,14 @@ bool owns_table() noexcept {
 
 void on_exit() noexcept {
   Runtime& rt = runtime();
+  // Files this process produced and never closed: published while the job can read them.
+  if (rt.role() != Role::kOff || rt.active()) {
+    try {
+      Service svc = service();
+      produce::publish_unfinished(svc.svc, rt.produced());
+    } catch (...) {
+    }
+  }
   if (rt.role() == Role::kWorker) {
     if (auto* c = rt.worker_client()) c->flush_stats();
     return;

@@ -55,6 +55,9 @@ inline bool surely_outside(const char* abs) noexcept {
 std::optional<std::string> candidate(const char* path);
 // The same for a path relative to directory descriptor `dirfd` (AT_FDCWD or a real one).
 std::optional<std::string> candidate_at(int dirfd, const char* path);
+// `path` relative to `dirfd`, made absolute and lexically clean, managed or not (nullopt: it
+// cannot be, e.g. a descriptor that names no directory).
+std::optional<std::string> absolute_at(int dirfd, const char* path);
 
 // Turns managed descriptor `fd` into a real descriptor of the same file at the same position
 // (when nothing can serve it any more). False when it cannot.

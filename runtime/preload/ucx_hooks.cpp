@@ -97,10 +97,16 @@ MmapFn ucm_mmap() noexcept {
   return rt != nullptr ? reinterpret_cast<MmapFn>(rt->ucm_mmap()) : nullptr;
 }
 
+MunmapFn ucm_munmap() noexcept {
+  const Runtime* rt = Runtime::existing();
+  return rt != nullptr ? reinterpret_cast<MunmapFn>(rt->ucm_munmap()) : nullptr;
+}
+
 int take_mmap_from_ucx() noexcept {
   (void)ucx::install_memory_hooks_now();
   int restored = 0;
-  for (const char* name : {"mmap", "mmap64"}) {
+  bool munmap_restored = false;
+  for (const char* name : {"mmap", "mmap64", "munmap"}) {
     // The definition the program's calls reach first: the preload library's, or that of a tool
     // in front of it (ASan's interceptor, which then calls the preload's): the one UCX hooked.
     void* func = ::dlsym(RTLD_DEFAULT, name);
@@ -116,9 +122,15 @@ int take_mmap_from_ucx() noexcept {
     if (::dl_iterate_phdr(find_segment, &seg) == 0 || seg.phdr == nullptr) continue;
     const char* file =
         object->l_name != nullptr && object->l_name[0] != '\0' ? object->l_name : "/proc/self/exe";
-    if (restore(seg, file, func, name)) ++restored;
+    if (restore(seg, file, func, name)) {
+      ++restored;
+      munmap_restored = munmap_restored || std::strcmp(name, "munmap") == 0;
+    }
   }
-  if (restored > 0) {
+  if (munmap_restored) {
+    if (void* ucm = ::dlsym(RTLD_DEFAULT, "ucm_munmap")) Runtime::instance().set_ucm_munmap(ucm);
+  }
+  if (restored > (munmap_restored ? 1 : 0)) {
     // UCX wanted to see every mmap: pass the calls Larder does not serve to it.
     if (void* ucm = ::dlsym(RTLD_DEFAULT, "ucm_mmap")) Runtime::instance().set_ucm_mmap(ucm);
     LARDER_LOG_DEBUG("took mmap back from UCX's memory hook ({} entry points)", restored);

@@ -27,8 +27,9 @@
 
 namespace larder::preload {
 
+// A descriptor Larder serves (a managed file's placeholder) or watches (a file being produced).
 inline bool fd_is_managed(int fd) noexcept {
-  return enabled() && files().maybe_managed(fd);
+  return enabled() && (files().maybe_managed(fd) || runtime().produced().maybe_produced(fd));
 }
 
 using larder::FileService;

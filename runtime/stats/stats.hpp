@@ -60,7 +60,13 @@ namespace larder {
   X(node_file_dup_bytes, "node.file_dup_bytes") \
   X(loader_objects, "loader.objects")           \
   X(loader_absent, "loader.absent")             \
-  X(loader_original, "loader.original")
+  X(loader_original, "loader.original")         \
+  X(produce_files, "produce.files")             \
+  X(produce_bytes, "produce.bytes")             \
+  X(produce_pfs_bytes, "produce.pfs_bytes")     \
+  X(produce_refused, "produce.refused")         \
+  X(produce_waits, "produce.waits")             \
+  X(produce_wait_ns, "produce.wait_ns")
 
 enum class Counter : int {
 #define LARDER_STATS_ENUM(name, path) name,

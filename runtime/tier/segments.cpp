@@ -1,7 +1,6 @@
 #include "runtime/tier/segments.hpp"
 
 #include <cerrno>
-#include <cstdio>
 
 #include "runtime/common/sys.hpp"
 
@@ -25,12 +24,12 @@ Result<Segments::Made> Segments::create(std::uint64_t size) {
 Result<Segments::Made> Segments::adopt(const std::string& file) {
   const std::uint32_t id = next_id_.fetch_add(1, std::memory_order_relaxed);
   std::string name = path(dir_, rank_, id);
-  if (std::rename(file.c_str(), name.c_str()) != 0) {
+  if (sys::rename(file.c_str(), name.c_str()) != 0) {
     return from_errno(errno, "cannot take " + file + " as a segment");
   }
   auto mapped = Arena::adopt_file(name);
   if (!mapped.ok()) {
-    (void)std::rename(name.c_str(), file.c_str());  // give it back as it was
+    (void)sys::rename(name.c_str(), file.c_str());  // give it back as it was
     return mapped.status();
   }
   Made made{id, mapped->get(), std::move(name)};

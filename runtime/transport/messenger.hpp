@@ -19,10 +19,12 @@
 namespace larder {
 
 enum class Channel : int {
-  kWaitRegister = 1,  // "tell me when these entries are final" (to the rank loading them)
-  kWaitNotify = 2,    // entries are final: outcome and payload (to each registered waiter)
+  kWaitRegister = 1,   // "tell me when these entries are final" (to the rank loading them)
+  kWaitNotify = 2,     // entries are final: outcome and payload (to each registered waiter)
+  kWatchRegister = 3,  // "tell me when these entries are final" (to their home: nobody claimed)
+  kWatchFinal = 4,     // these watched entries are final (claimer to home): the notices
 };
-inline constexpr int kChannelCount = 3;
+inline constexpr int kChannelCount = 5;
 inline constexpr std::size_t kMaxMessage = 4096;
 
 class Messenger {
