@@ -87,6 +87,24 @@ std::optional<int> open(FileService& svc, ProduceTable& table, const std::string
   if (!writes(flags)) return std::nullopt;  // a reader: the cache serves it (waiting if need be)
   const std::string dir = svc.produce_dir();
   if (dir.empty()) return std::nullopt;
+  // What the file system would say about the name itself comes first, before anything is
+  // claimed (a failed open must not keep the name from being produced later: HDF5 opens a file
+  // without O_CREAT to see whether it exists before it creates it): a file of an earlier job is
+  // there (O_EXCL: EEXIST; no O_TRUNC: its bytes come first), or nothing is (no O_CREAT: ENOENT).
+  struct stat pfs {};
+  const bool exists = sys::stat(abs.c_str(), &pfs) == 0;
+  if (exists && S_ISDIR(pfs.st_mode)) {
+    errno = EISDIR;
+    return -1;
+  }
+  if (exists && (flags & O_CREAT) != 0 && (flags & O_EXCL) != 0) {
+    errno = EEXIST;
+    return -1;
+  }
+  if (!exists && (flags & O_CREAT) == 0) {
+    errno = ENOENT;
+    return -1;
+  }
   auto canonical = svc.produce_claim(abs);
   if (!canonical.ok()) {
     if (canonical.status().code() == Errc::kUnavailable) {
@@ -103,13 +121,6 @@ std::optional<int> open(FileService& svc, ProduceTable& table, const std::string
     errno = err;
     return -1;
   };
-  // What the file system would say about the name itself: a file of an earlier job is there
-  // (O_EXCL: EEXIST; no O_TRUNC: its bytes come first), or nothing is (no O_CREAT: ENOENT).
-  struct stat pfs {};
-  const bool exists = sys::stat(abs.c_str(), &pfs) == 0;
-  if (exists && S_ISDIR(pfs.st_mode)) return give_up(EISDIR);
-  if (exists && (flags & O_CREAT) != 0 && (flags & O_EXCL) != 0) return give_up(EEXIST);
-  if (!exists && (flags & O_CREAT) == 0) return give_up(ENOENT);
   const std::string staging = dir + "/new-" + std::to_string(::getpid()) + "-" +
                               std::to_string(g_serial.fetch_add(1, std::memory_order_relaxed));
   {

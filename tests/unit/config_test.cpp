@@ -112,7 +112,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_SMALL_FILE", "big", "K, M, G or T"},
                       BadCase{"LARDER_NODE_SLOTS", "1", "between 64 and"},
                       BadCase{"LARDER_SHM_DIR", "shm", "absolute directory path"},
-                      BadCase{"LARDER_ENABLE", "maybe", "1, 0, true, false"}));
+                      BadCase{"LARDER_ENABLE", "maybe", "1, 0, true, false"},
+                      BadCase{"LARDER_PRODUCE", "out", "absolute directory paths"},
+                      BadCase{"LARDER_PRODUCE_MODE", "lazy", "through or local"}));
 
 TEST(ConfigTest, LexicalManagementIsByWholeComponents) {
   auto c = parse({{"LARDER_PREFIX", "/lus/data"}});
@@ -122,6 +124,22 @@ TEST(ConfigTest, LexicalManagementIsByWholeComponents) {
   EXPECT_FALSE(c->lexically_managed("/lus/database"));
   EXPECT_FALSE(c->lexically_managed("/lus"));
   EXPECT_FALSE(c->lexically_managed("/usr/lib/x"));
+}
+
+TEST(ConfigTest, ProduceDirectoriesAreManagedAndKnownAsProduced) {
+  auto c = parse({{"LARDER_PREFIX", "/lus/data"},
+                  {"LARDER_PRODUCE", "/lus/out//run/:/lus/ckpt"},
+                  {"LARDER_PRODUCE_MODE", "local"}});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->produce_mode, ProduceMode::kLocal);
+  EXPECT_TRUE(c->lexically_managed("/lus/out/run/a.npy"));  // readers are served
+  EXPECT_TRUE(c->produced("/lus/out/run/a.npy"));
+  EXPECT_TRUE(c->produced("/lus/ckpt/x/y.pt"));
+  EXPECT_FALSE(c->produced("/lus/data/a.npy"));
+  EXPECT_FALSE(c->produced("/lus/out/runs/a.npy"));
+  auto through = parse({{"LARDER_PRODUCE", "/lus/out"}});
+  ASSERT_TRUE(through.ok());
+  EXPECT_EQ(through->produce_mode, ProduceMode::kThrough);  // the default
 }
 
 }  // namespace

@@ -68,5 +68,36 @@ TEST(LocalDirectoryTest, WaitTimesOutWhenNobodyPublishes) {
   EXPECT_EQ(c.status().code(), Errc::kTimeout);
 }
 
+TEST(LocalDirectoryTest, WatchWaitsForAnEntryNobodyHasClaimedYet) {
+  LocalDirectory d(16);
+  // The watcher starts first; the producer claims and publishes later (a produced file).
+  std::thread producer([&] {
+    auto claim = d.acquire(kA);
+    ASSERT_TRUE(claim.ok());
+    ASSERT_EQ(claim->outcome, Claim::Outcome::kClaimed);
+    Payload p{};
+    p[0] = std::byte{7};
+    ASSERT_TRUE(d.publish_watched(kA, p).ok());
+  });
+  auto c = d.watch(kA, std::chrono::hours(1));
+  producer.join();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->outcome, Claim::Outcome::kReady);
+  EXPECT_EQ(c->payload[0], std::byte{7});
+  // A watch of a final entry answers at once; of an abandoned one, FAILED.
+  ASSERT_TRUE(d.acquire(kB).ok());
+  ASSERT_TRUE(d.abandon_watched(kB).ok());
+  auto failed = d.watch(kB, std::chrono::hours(1));
+  ASSERT_TRUE(failed.ok());
+  EXPECT_EQ(failed->outcome, Claim::Outcome::kFailed);
+}
+
+TEST(LocalDirectoryTest, WatchTimesOutWhenNobodyProduces) {
+  LocalDirectory d(16);
+  auto c = d.watch(kA, std::chrono::milliseconds(1));
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), Errc::kTimeout);
+}
+
 }  // namespace
 }  // namespace larder
