@@ -118,7 +118,7 @@ def larder_env(args, dirs, produce_mode, stats):
     return {"LD_PRELOAD": args.preload, "LARDER_PRODUCE": dirs["out"],
             "LARDER_PRODUCE_MODE": produce_mode, "LARDER_SHM_DIR": dirs["shm"],
             "LARDER_DIR": dirs["local"], "LARDER_NODE_SIZE": str(args.node_size),
-            "LARDER_CHUNK": "64K", "LARDER_STATS": stats, "LARDER_LOG": "error",
+            "LARDER_CHUNK": "4M", "LARDER_STATS": stats, "LARDER_LOG": "error",
             # a consumer may wait for a sample as long as the job may run
             "LARDER_TIMEOUT": str(args.timeout)}
 
