@@ -36,8 +36,8 @@ def launch_rank():
 def roles(size, node_size):
     """Producer and consumer ranks: even emulated nodes produce, odd ones consume."""
     if size <= node_size:
-        raise SystemExit(f"pipeline.py: {size} ranks fill one node of {node_size}; "
-                         "the pipeline needs a producer node and a consumer node")
+        raise ValueError(f"{size} ranks fill one node of {node_size}; the pipeline needs a "
+                         "producer node and a consumer node")
     producers = [r for r in range(size) if (r // node_size) % 2 == 0]
     consumers = [r for r in range(size) if (r // node_size) % 2 == 1]
     return producers, consumers
@@ -66,22 +66,27 @@ def npy_bytes(array):
     return buf.getvalue()
 
 
+def save(path, array, via_rename):
+    """Writes `array` to `path`; returns the bytes written. Under Larder the file is published at
+    its close. Without it a consumer could open a file still being written, so the plain mode
+    writes a hidden name and renames it (atomic on the same file system)."""
+    target = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.tmp") \
+        if via_rename else path
+    with open(target, "wb") as f:
+        np.save(f, array)
+        size = f.tell()
+    if via_rename:
+        os.rename(target, path)
+    return size
+
+
 def produce(args, rank):
     written, write_s = 0, 0.0
     for i in range(args.samples):
         time.sleep(args.delay)
-        path = sample_path(args.out, rank, i)
-        data = sample_array(args.seed, rank, i, args.rows)
+        array = sample_array(args.seed, rank, i, args.rows)
         t0 = time.monotonic()
-        # Under Larder the file is published at its close; in plain mode a consumer could see
-        # the name of a file still being written, hence the rename.
-        target = os.path.join(args.out, f".{os.path.basename(path)}.tmp") \
-            if args.mode == "plain" else path
-        with open(target, "wb") as f:
-            np.save(f, data)
-            written += f.tell()
-        if target != path:
-            os.rename(target, path)
+        written += save(sample_path(args.out, rank, i), array, via_rename=args.mode == "plain")
         write_s += time.monotonic() - t0
     return {"samples": args.samples, "bytes_written": written, "write_s": write_s}
 
@@ -142,7 +147,7 @@ def consume(args, rank, producers, chatty):
                         multiprocessing_context="fork")
     torch.manual_seed(rank)  # each consumer is its own ensemble member
     model = torch.nn.Linear(FEATURES, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
     totals = {"samples": 0, "read_wait_s": 0.0, "stall_s": 0.0, "mismatches": 0, "bytes_read": 0,
               "final_loss": None}
     t_next = time.monotonic()
@@ -181,7 +186,10 @@ def main():
     args = ap.parse_args()
     args.rows = rows_for(args.sample_kib)
     rank, size = launch_rank()
-    producers, consumers = roles(size, args.node_size)
+    try:
+        producers, consumers = roles(size, args.node_size)
+    except ValueError as e:
+        raise SystemExit(f"pipeline.py: {e}")
     if rank in consumers:
         import torch  # noqa: F401  before the clock starts: the import is not the pipeline's time
     start = time.time()

@@ -38,7 +38,6 @@ from pipeline import roles
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-PYTHON = "/usr/bin/python3"  # Debian's, with numpy and torch
 MODES = {"plain": None, "larder-through": "through", "larder-local": "local"}
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE
 MIB = 1 << 20
@@ -118,7 +117,7 @@ def larder_env(args, dirs, produce_mode, stats):
     return {"LD_PRELOAD": args.preload, "LARDER_PRODUCE": dirs["out"],
             "LARDER_PRODUCE_MODE": produce_mode, "LARDER_SHM_DIR": dirs["shm"],
             "LARDER_DIR": dirs["local"], "LARDER_NODE_SIZE": str(args.node_size),
-            "LARDER_CHUNK": "4M", "LARDER_STATS": stats, "LARDER_LOG": "error",
+            "LARDER_STATS": stats, "LARDER_LOG": "error",
             # a consumer may wait for a sample as long as the job may run
             "LARDER_TIMEOUT": str(args.timeout)}
 
@@ -141,7 +140,8 @@ def run_job(cmd, env, timeout):
 def run_mode(args, scratch, mode):
     dirs = scratch.mode_dirs(mode)
     stats_path = os.path.join(scratch.work, mode, "stats.json")
-    program = [PYTHON, os.path.join(HERE, "pipeline.py"),
+    # The ranks run this interpreter (the shebang's: Debian's, with numpy and torch).
+    program = [sys.executable, os.path.join(HERE, "pipeline.py"),
                "--mode", "plain" if MODES[mode] is None else "larder",
                "--out", dirs["out"], "--results", dirs["results"], "--samples", str(args.samples),
                "--sample-kib", str(args.sample_kib), "--delay", str(args.delay),
@@ -163,13 +163,15 @@ def summarize(mode, wall, ranks, stats, dirs):
     producers = [r for r in ranks if r["role"] == "producer"]
     consumers = [r for r in ranks if r["role"] == "consumer"]
     consumed = sum(r["bytes_read"] for r in consumers)
-    shared = sum(os.path.getsize(f) for f in files_under(dirs["out"]))
+    shared_files = files_under(dirs["out"])
+    shared = sum(os.path.getsize(f) for f in shared_files)
     row = {"mode": mode, "ranks": len(ranks), "wall_s": wall,
            "pipeline_s": max(r["end"] for r in ranks) - min(r["start"] for r in ranks),
            "produced": sum(r["samples"] for r in producers),
            "produced_bytes": sum(r["bytes_written"] for r in producers),
            "consumed": sum(r["samples"] for r in consumers), "consumed_bytes": consumed,
-           "consumers": len(consumers), "shared_dir_bytes": shared,
+           "consumers": len(consumers), "shared_dir_files": len(shared_files),
+           "shared_dir_bytes": shared,
            "read_wait_s": sum(r["read_wait_s"] for r in consumers),
            "stall_s": sum(r["stall_s"] for r in consumers),
            "mismatches": sum(r["mismatches"] for r in consumers), "rank_results": ranks}
@@ -177,8 +179,8 @@ def summarize(mode, wall, ranks, stats, dirs):
         # Without Larder every byte a consumer reads comes from the shared directory.
         row.update(pfs_written=shared, pfs_read=consumed, between_nodes=None)
     else:
-        local = stats["produce"]["pfs_bytes"] if mode == "larder-local" else shared
-        row.update(pfs_written=local, pfs_read=stats["pfs"]["bytes_read"],
+        written = stats["produce"]["pfs_bytes"] if mode == "larder-local" else shared
+        row.update(pfs_written=written, pfs_read=stats["pfs"]["bytes_read"],
                    between_nodes=stats["transport"]["bytes"], produce=stats["produce"])
     return row
 
@@ -201,7 +203,8 @@ def table(rows):
 
 def problems(args, row):
     """What is wrong with one mode's figures (--check); empty when all is as it must be."""
-    consumer_nodes = len({rank // args.node_size for rank in roles(args.ranks, args.node_size)[1]})
+    consumer_nodes = len({r["rank"] // args.node_size for r in row["rank_results"]
+                          if r["role"] == "consumer"})
     found = []
 
     def expect(ok, what):
@@ -226,7 +229,7 @@ def problems(args, row):
     expect(row["pfs_read"] == 0, f"pfs.bytes_read {row['pfs_read']}")
     if row["mode"] == "larder-local":
         expect(produce["pfs_bytes"] == 0, f"produce.pfs_bytes {produce['pfs_bytes']}")
-        expect(row["shared_dir_bytes"] == 0, f"{row['shared_dir_bytes']} bytes in the shared dir")
+        expect(row["shared_dir_files"] == 0, f"{row['shared_dir_files']} files in the shared dir")
     else:
         expect(produce["pfs_bytes"] == produce["bytes"] == row["shared_dir_bytes"],
                f"produce.pfs_bytes {produce['pfs_bytes']}, produce.bytes {produce['bytes']}, "
@@ -237,6 +240,7 @@ def problems(args, row):
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build/release"))
+    ap.add_argument("--preload", help="the preload library (default: BUILD/lib/...)")
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--node-size", type=int, default=2, help="ranks per emulated node")
     ap.add_argument("--samples", type=int, default=32, help="samples per producer")
@@ -253,10 +257,14 @@ def parse_args():
     unknown = [m for m in args.modes if m not in MODES]
     if unknown:
         ap.error(f"unknown modes {unknown}; known: {', '.join(MODES)}")
-    roles(args.ranks, args.node_size)  # exits when there is no consumer node
-    args.preload = os.path.join(os.path.abspath(args.build), "lib/liblarder_preload.so")
+    try:
+        roles(args.ranks, args.node_size)
+    except ValueError as e:
+        ap.error(str(e))
+    args.preload = os.path.abspath(args.preload or os.path.join(args.build,
+                                                                "lib/liblarder_preload.so"))
     if not os.path.exists(args.preload):
-        ap.error(f"no {args.preload}: build Larder first (--build)")
+        ap.error(f"no {args.preload}: build Larder first (--build, --preload)")
     return args
 
 

@@ -26,6 +26,7 @@ int FileTable::add(std::shared_ptr<OpenFile> file, bool cloexec) {
   std::unique_lock lock(mu_);
   files_[fd] = std::move(file);
   flags_[fd].store(1, std::memory_order_relaxed);
+  count_.store(files_.size(), std::memory_order_relaxed);
   return fd;
 }
 
@@ -34,6 +35,7 @@ bool FileTable::adopt(int fd, std::shared_ptr<OpenFile> file) {
   std::unique_lock lock(mu_);
   files_[fd] = std::move(file);
   flags_[fd].store(1, std::memory_order_relaxed);
+  count_.store(files_.size(), std::memory_order_relaxed);
   return true;
 }
 
@@ -52,6 +54,7 @@ std::shared_ptr<OpenFile> FileTable::forget(int fd) {
   std::shared_ptr<OpenFile> file = std::move(it->second);
   files_.erase(it);
   flags_[fd].store(0, std::memory_order_relaxed);
+  count_.store(files_.size(), std::memory_order_relaxed);
   return file;
 }
 
@@ -77,6 +80,7 @@ void FileTable::clear_without_closing() {
   std::unique_lock lock(mu_);
   for (const auto& [fd, file] : files_) flags_[fd].store(0, std::memory_order_relaxed);
   files_.clear();
+  count_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace larder

@@ -1,10 +1,12 @@
 #include "runtime/api/loader_objects.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "runtime/api/file_service.hpp"
 #include "runtime/common/log.hpp"
@@ -55,6 +57,19 @@ Result<std::string> tree_name(const std::string& root, const std::string& origin
   return name;
 }
 
+// Whether the file starts with the ELF magic.
+bool is_elf(const std::string& file) {
+  const int fd = sys::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char magic[4] = {};
+  const ssize_t n = sys::pread_full(fd, magic, sizeof magic, 0);
+  sys::close(fd);
+  return n == static_cast<ssize_t>(sizeof magic) && std::memcmp(magic,
+                                                                "\x7f"
+                                                                "ELF",
+                                                                4) == 0;
+}
+
 }  // namespace
 
 std::string object_original(std::string_view root, std::string_view candidate) {
@@ -83,14 +98,19 @@ Result<ObjectAnswer> find_object(FileService& svc, const std::string& root,
   if (!record->managed() || !record->meta.is_regular() || !record->meta.readable_by_me()) {
     return answer;  // the loader's own checks and errors, on the original
   }
+  // Node files must be mappable for execution: on a noexec mount the loader's mapping of the
+  // copy would fail, and that load with it (glibc tries no other candidate).
+  if (root.empty()) return answer;
   auto node_file = svc.node_file(CachedFile::of(answer.path, *record));
   if (!node_file.ok()) return node_file.status();
+  // Not an ELF object (a linker script named .so, a truncated file): the loader's own error
+  // text, about the original. (Read from the node file: the chunks are there, not twice.)
+  if (!is_elf(*node_file)) return answer;
   if (!exact) {
     answer.kind = ObjectKind::kNodeCopy;
     answer.path = std::move(*node_file);
     return answer;
   }
-  if (root.empty()) return Status(Errc::kUnavailable, 0, "no loader tree on this node");
   auto name = tree_name(root, answer.path, *node_file);
   if (!name.ok()) {
     LARDER_LOG_LIMITED(kInfo, "{} loads from its original path: {}", answer.path,

@@ -39,8 +39,10 @@ struct ObjectAnswer {
 std::string object_original(std::string_view root, std::string_view candidate);
 
 // Answers `candidate` (a name the loader is about to open; `exact`: an exact name, see above)
-// from `svc`'s cache, with the loader tree at `root` (empty: no tree, exact names are answered
-// with the original). Not OK when the cache cannot answer: the loader then opens the original.
+// from `svc`'s cache, with the loader tree at `root` (empty: no tree, when the node's files
+// directory cannot hold executable mappings: every object is answered with its original).
+// A file that is not an ELF object is answered with its original (the loader's own error text).
+// Not OK when the cache cannot answer: the loader then opens the original.
 Result<ObjectAnswer> find_object(FileService& svc, const std::string& root,
                                  std::string_view candidate, bool exact);
 

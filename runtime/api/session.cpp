@@ -1,5 +1,7 @@
 #include "runtime/api/session.hpp"
 
+#include <sys/statvfs.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -35,8 +37,20 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
     if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) {
       node_files_dir_ = files;
       segments_ = std::make_unique<Segments>(files, topology_.rank);
+      // Shared objects are mapped for execution from here: not on a noexec mount.
+      struct statvfs fs {};
+      const bool noexec = ::statvfs(files.c_str(), &fs) == 0 && (fs.f_flag & ST_NOEXEC) != 0;
       const std::string tree = files + "/tree";
-      if (sys::mkdir(tree.c_str(), 0700) == 0 || errno == EEXIST) loader_root_ = tree;
+      if (noexec) {
+        if (topology_.rank == 0) {
+          LARDER_LOG_WARN(
+              "{} is mounted noexec: shared objects load from their original paths "
+              "(set LARDER_SHM_DIR to a tmpfs that allows execution)",
+              config_.shm_dir);
+        }
+      } else if (sys::mkdir(tree.c_str(), 0700) == 0 || errno == EEXIST) {
+        loader_root_ = tree;
+      }
     } else {
       LARDER_LOG_INFO("no node files: cannot create {}: {}", files, log::errno_text(errno));
     }

@@ -1,11 +1,15 @@
 // rename, renameat, renameat2, unlink and unlinkat where a name lies under LARDER_PRODUCE
 // (produce_ops.hpp, docs/user-guide.md "Producing files"): a file renamed into the produce
 // directory is published under its new name (the atomic-save pattern: write a temporary file,
-// rename it into place), and unlink cannot take back a published file. Every other call is
-// the file system's.
+// rename it into place), and unlink cannot take back a published file. readlink and readlinkat
+// of /proc/self/fd/N (or /dev/fd/N) for a managed descriptor N give the managed file's path, as
+// without Larder (the descriptor itself is a placeholder of /dev/null). Every other call is the
+// file system's.
 #include <fcntl.h>
-#include <cstdio>
 #include <unistd.h>
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
 
 #include "runtime/api/produce_ops.hpp"
 #include "runtime/common/log.hpp"
@@ -65,6 +69,25 @@ int unlink_at(int dirfd, const char* path, int flags, Real&& real_call) noexcept
   });
 }
 
+// readlink of a managed descriptor's alias: the file's path (truncated to `size`, unterminated,
+// as readlink does); nullopt for any other path.
+std::optional<ssize_t> managed_link(const char* path, char* buf, size_t size) noexcept {
+  if (path == nullptr || !enabled() || larder::t_reentry_depth != 0) return std::nullopt;
+  const int fd = managed_fd_alias(path);
+  if (fd < 0) return std::nullopt;
+  ReentryGuard guard;
+  try {
+    auto file = files().find(fd);
+    if (!file) return std::nullopt;
+    const std::string& name = file->file.path;
+    const std::size_t n = std::min(size, name.size());
+    std::memcpy(buf, name.data(), n);
+    return static_cast<ssize_t>(n);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 }  // namespace larder::preload
 
@@ -92,6 +115,18 @@ int unlink(const char* path) noexcept {
 
 int unlinkat(int dirfd, const char* path, int flags) noexcept {
   return unlink_at(dirfd, path, flags, [&] { return call(real::unlinkat, dirfd, path, flags); });
+}
+
+ssize_t readlink(const char* path, char* buf, size_t size) noexcept {
+  real::ensure();
+  if (auto n = managed_link(path, buf, size)) return *n;
+  return call(real::readlink, path, buf, size);
+}
+
+ssize_t readlinkat(int dirfd, const char* path, char* buf, size_t size) noexcept {
+  real::ensure();
+  if (auto n = managed_link(path, buf, size)) return *n;  // absolute aliases only
+  return call(real::readlinkat, dirfd, path, buf, size);
 }
 
 }  // extern "C"

@@ -99,8 +99,38 @@ void tell_not_rank_once() {
 
 }  // namespace
 
+int managed_fd_alias(const char* abs) noexcept {
+  if (abs[0] != '/' || (abs[1] != 'p' && abs[1] != 'd')) return -1;  // most paths, at once
+  if (!enabled() || files().size_hint() == 0) return -1;
+  const char* rest = nullptr;
+  if (std::strncmp(abs, "/dev/fd/", 8) == 0) {
+    rest = abs + 8;
+  } else if (std::strncmp(abs, "/proc/self/fd/", 14) == 0) {
+    rest = abs + 14;
+  } else if (std::strncmp(abs, "/proc/", 6) == 0) {
+    char own[32];
+    const int n = std::snprintf(own, sizeof own, "/proc/%d/fd/", static_cast<int>(::getpid()));
+    if (n <= 0 || std::strncmp(abs, own, static_cast<std::size_t>(n)) != 0) return -1;
+    rest = abs + n;
+  } else {
+    return -1;
+  }
+  int fd = 0;
+  for (; *rest >= '0' && *rest <= '9'; ++rest) {
+    fd = fd * 10 + (*rest - '0');
+    if (fd >= FileTable::kMaxTracked) return -1;
+  }
+  if (*rest != '\0' || !files().maybe_managed(fd)) return -1;
+  return fd;
+}
+
 std::optional<std::string> candidate(const char* path) {
   if (path == nullptr || *path == '\0') return std::nullopt;
+  if (const int fd = path[0] == '/' ? managed_fd_alias(path) : -1; fd >= 0) {
+    // The managed file itself: opening or stat'ing its alias must not reach the placeholder.
+    if (auto file = files().find(fd); file && !file->directory) return file->file.path;
+    return std::nullopt;
+  }
   if (path[0] == '/' && surely_outside(path)) return std::nullopt;  // the common case, cheaply
   const std::string_view p(path);
   std::string abs;

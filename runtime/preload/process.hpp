@@ -45,10 +45,14 @@ struct Service {
 };
 Service service() noexcept;
 
-// True when absolute path `abs`, once made lexically clean, is under no prefix; false when it may
-// be (candidate() decides). Never allocates (fast_path.hpp).
+// "/proc/self/fd/N", "/proc/<this pid>/fd/N" or "/dev/fd/N" where N is a managed descriptor: N;
+// else -1. Such a path names the managed file (not the descriptor's placeholder).
+int managed_fd_alias(const char* abs) noexcept;
+
+// True when absolute path `abs`, once made lexically clean, is under no prefix (and names no
+// managed descriptor); false when it may be (candidate() decides). Never allocates.
 inline bool surely_outside(const char* abs) noexcept {
-  return preload::surely_outside(abs, runtime().config().prefixes);
+  return preload::surely_outside(abs, runtime().config().prefixes) && managed_fd_alias(abs) < 0;
 }
 // `path` made absolute and lexically clean, when it lies under a prefix and this process did not
 // write it; nullopt (without allocating, for most absolute paths) when it does not.

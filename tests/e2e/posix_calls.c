@@ -247,6 +247,27 @@ static void run(const char* dir) {
   dp = opendir(join(dir, "missing"));
   report(dir, "opendir missing", dp ? 0 : -1, errno, 0);
 
+  /* /proc/self/fd/N and /dev/fd/N of an open descriptor name its file: readlink gives the path,
+   * and opening the alias reads the file's bytes (never the placeholder's empty /dev/null) */
+  {
+    const int afd = open(join(dir, "big.bin"), O_RDONLY);
+    char alias[64], target[4096];
+    snprintf(alias, sizeof alias, "/proc/self/fd/%d", afd);
+    ssize_t len = readlink(alias, target, sizeof target - 1);
+    if (len >= 0) target[len] = '\0';
+    const char* want = join(dir, "big.bin");
+    report(dir, "readlink /proc/self/fd", len >= 0 && strcmp(target, want) == 0 ? 0 : -1, errno, 0);
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) snprintf(alias, sizeof alias, "/dev/fd/%d", afd);
+      const int rfd = open(alias, O_RDONLY);
+      n = rfd >= 0 ? pread(rfd, buf, sizeof buf, 5000) : -1;
+      report(dir, pass == 0 ? "read via /proc/self/fd/N" : "read via /dev/fd/N", n, errno,
+             fnv(buf, n > 0 ? (size_t)n : 0));
+      if (rfd >= 0) close(rfd);
+    }
+    close(afd);
+  }
+
   /* a write under the prefix goes to the file system, and is read back from there */
   const char* w = join(dir, "written.txt");
   int wfd = open(w, O_WRONLY | O_CREAT | O_TRUNC, 0644);

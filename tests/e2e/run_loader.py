@@ -5,11 +5,12 @@ library outside the prefix, then runs loader/py_loader.py in 4 ranks on 2 emulat
 the preload and the audit module (LD_AUDIT), and without either.
 
 Checks: every result (values, __file__, dladdr and dl_iterate_phdr names, the loader's error
-texts for missing libraries) equals the plain run's; each library under the prefix was read from
+texts for missing libraries and for linker scripts named like libraries) equals the plain run's; each library under the prefix was read from
 the PFS once in the job (Larder's PFS bytes are the libraries' bytes) and made into one node
 file per node; the candidates that do not exist were answered without the PFS. Then the fault
-cases: a memory tier too small for the libraries (with LD_BIND_NOW=1: the loads fall back to the
-original paths) and a process with no rank (LD_AUDIT alone): same results."""
+cases: LD_BIND_NOW=1 (still served), a files directory on a noexec mount (as root: loads from the
+original paths), a memory tier too small for the libraries (with LD_BIND_NOW=1: the loads fall
+back to the original paths) and a process with no rank (LD_AUDIT alone): same results."""
 import argparse
 import json
 import os
@@ -47,6 +48,9 @@ def build(data, outside):
     for key, value in (("value3", 3), ("fork", 5), ("spawn", 7)):
         cc(built[key], [os.path.join(HERE, "libvalue.c")], f"-DVALUE={value}")
     cc(outside, [os.path.join(HERE, "libvalue.c")], "-DVALUE=11")
+    for d in (lib3, os.path.join(data, "plug")):  # linker scripts named like libraries
+        with open(os.path.join(d, "libscript.so"), "w") as f:
+            f.write("/* GNU ld script */\nINPUT(-lnothere)\n")
     cc(built["ext"], [os.path.join(HERE, "lplext.c")], f"-I{sysconfig.get_paths()['include']}",
        f"-L{lib2}", "-la", runpath("../lib2"))
     return built
@@ -68,7 +72,10 @@ def main():
     try:
         outside = os.path.join(job.root, "outside", "libvalue11.so")
         built = build(job.data, outside)
-        lib_bytes = sum(os.path.getsize(p) for p in built.values())
+        # The libraries, and the linker scripts whose first bytes are read to see they are not
+        # ELF objects.
+        scripts = [os.path.join(job.data, d, "libscript.so") for d in ("lib3", "plug")]
+        lib_bytes = sum(os.path.getsize(p) for p in list(built.values()) + scripts)
         program = os.path.join(HERE, "py_loader.py")
         search = {"LD_LIBRARY_PATH": os.path.join(job.data, "lib3")}
 
@@ -98,14 +105,16 @@ def main():
         check(s["pfs"]["bytes_read"] == lib_bytes,
               f"each library under the prefix was read from the PFS once in the job "
               f"({s['pfs']['bytes_read']} bytes, the libraries have {lib_bytes})")
-        check(s["node"]["files"] == nodes * len(built),
-              f"one node file per library per node ({s['node']['files']})")
+        check(s["node"]["files"] == nodes * (len(built) + len(scripts)),
+              f"one node file per library (and linker script) per node ({s['node']['files']})")
         # Loads of the 4 ranks (ext, liba, libb, plug, value3) and their 4 workers (fork, spawn).
         check(s["loader"]["objects"] == RANKS * 7,
               f"every load under the prefix was served from a node file ({s['loader']['objects']})")
-        check(s["loader"]["absent"] > 0 and s["loader"]["original"] == 0,
+        # Only the linker scripts (by name and by path, in every rank) go to their originals.
+        check(s["loader"]["absent"] > 0 and s["loader"]["original"] == RANKS * 2,
               f"candidates that do not exist were answered from the cache "
-              f"({s['loader']['absent']}), none fell back")
+              f"({s['loader']['absent']}), the linker scripts alone loaded from their originals "
+              f"({s['loader']['original']})")
 
         print("node file bytes held twice:", s["node"]["file_dup_bytes"])
         check(s["node"]["file_dup_bytes"] == 0,
@@ -120,10 +129,39 @@ def main():
         got = run("larder-mpi", env_mpi)
         s = read_stats(mpi_stats)
         check(got == plain and s["pfs"]["bytes_read"] == lib_bytes and
-              s["node"]["files"] == nodes * len(built) and s["node"]["file_dup_bytes"] == 0 and
+              s["node"]["files"] == nodes * (len(built) + len(scripts)) and
+              s["node"]["file_dup_bytes"] == 0 and
               s["transport"]["bytes"] > 0,
               f"LARDER_TRANSPORT=mpi: the same results, the PFS read once, node files read by "
               f"the other node ({s['transport']['bytes']} bytes over MPI RMA)")
+
+        # LD_BIND_NOW=1 (glibc binds every symbol at load; Spindle's issue #37): still served.
+        now_stats = os.path.join(job.root, "now.json")
+        got = run("now", job.env(stats=now_stats, extra=dict(
+            search, LD_AUDIT=args.audit, LD_BIND_NOW="1", LARDER_NODE_SIZE=str(NODE_SIZE))))
+        s = read_stats(now_stats)
+        check(got == plain and s["loader"]["objects"] == RANKS * 7,
+              f"LD_BIND_NOW=1: the same results, every load served from a node file "
+              f"({s['loader']['objects']})")
+
+        # A files directory on a noexec mount (Docker's /dev/shm): nothing could be mapped for
+        # execution from it, so every object loads from its original path, and loads work.
+        if os.geteuid() == 0:
+            noexec = os.path.join(job.root, "noexec-shm")
+            os.makedirs(noexec)
+            subprocess.run(["mount", "-t", "tmpfs", "-o", "noexec,size=256m", "tmpfs", noexec],
+                           check=True)
+            try:
+                ne_stats = os.path.join(job.root, "noexec.json")
+                got = run("noexec", job.env(stats=ne_stats, extra=dict(
+                    search, LD_AUDIT=args.audit, LARDER_NODE_SIZE=str(NODE_SIZE),
+                    LARDER_SHM_DIR=noexec)))
+                s = read_stats(ne_stats)
+                check(got == plain and s["loader"]["objects"] == 0,
+                      f"LARDER_SHM_DIR on a noexec mount: the same results, objects from their "
+                      f"original paths ({s['loader']})")
+            finally:
+                subprocess.run(["umount", noexec], check=False)
 
         # A memory tier too small for the node files, and LD_BIND_NOW=1 (glibc's audit
         # interface and immediate binding together): every load falls back to its original path.

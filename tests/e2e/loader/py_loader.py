@@ -43,6 +43,9 @@ def main():
     result["outside_value"] = ctypes.CDLL(outside).lib_value()
     result["missing_name"] = error_of("libnothere.so")
     result["missing_path"] = error_of(os.path.join(data, "plug", "libnothere.so"))
+    # A linker script named like a library (as conda ships libncurses.so): not an ELF object.
+    result["script_name"] = error_of("libscript.so")
+    result["script_path"] = error_of(os.path.join(data, "plug", "libscript.so"))
     # The same object again by its path: the loader finds it loaded (no second copy).
     again = ctypes.CDLL(os.path.join(data, "plug", "libplug.so"))
     result["same_handle"] = again._handle == plug._handle
