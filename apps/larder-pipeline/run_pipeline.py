@@ -10,9 +10,20 @@ read them as they appear) three ways, side by side:
   larder-local    the same, but samples stay on their node: nothing is written to the shared
                   directory, and they are gone at the end of the job
 
-Ranks sit on emulated nodes of NODE_SIZE ranks; even nodes produce, odd nodes consume. Prints, per
-mode: wall time, samples, bytes written to and read from the shared directory (the PFS), bytes
-between nodes, the consumers' time waiting in reads, and mismatched samples (must be 0).
+Ranks sit on emulated nodes of NODE_SIZE ranks; even nodes produce, odd nodes consume, and every
+consumer trains on every sample. Prints, per mode:
+
+  wall s                the job, mpiexec's start to its exit
+  pipeline s            the first producer's start to the last consumer's end (imports excluded)
+  PFS MiB written       bytes in the shared directory after the job (larder-local:
+                        produce.pfs_bytes of Larder's stats)
+  PFS MiB read          plain: what the consumers read; Larder: pfs.bytes_read
+  MiB between nodes     transport.bytes (each sample crosses at most once per consumer node)
+  MiB consumers read    what the consumers' reads returned, all nodes together
+  consumer read wait s  summed over the consumers' samples: from asking for a sample to having
+                        its bytes (mostly waiting for it to be produced)
+  mismatches            samples whose bytes differ from the seed's (must be 0)
+
 Everything is made in scratch directories (under /tmp and /dev/shm) that are removed at the end.
 
     apps/larder-pipeline/run_pipeline.py [--build build/release] [--ranks 4] [--node-size 2]

@@ -1,5 +1,6 @@
 #include "runtime/cache/cache.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
@@ -32,7 +33,35 @@ Cache::Cache(CacheParts parts)
       clock_(std::move(parts.clock)),
       node_files_dir_(std::move(parts.node_files_dir)),
       segments_(parts.segments),
-      objects_as_node_files_(parts.objects_as_node_files) {}
+      objects_as_node_files_(parts.objects_as_node_files) {
+  // Node groups need a node table (one resolver per node asks for the node).
+  group_size_ = node_ != nullptr ? config_.group_size(nodes_) : 0;
+  tree_fanout_ = group_size_ > 0 ? std::max(1u, config_.fanout / 2) : config_.fanout;
+  if (group_size_ > 0) {
+    const auto node_of = [&](int r) {
+      return static_cast<std::uint64_t>(topology_.node_of[static_cast<std::size_t>(r)]);
+    };
+    group_ = node_of(topology_.rank) / group_size_;
+    groups_ = (nodes_ + group_size_ - 1) / group_size_;
+    group_nodes_ = std::min(group_size_, nodes_ - group_ * group_size_);
+    for (int r = 0; r < topology_.size; ++r) {
+      if (node_of(r) / group_size_ == group_) group_ranks_.push_back(r);
+    }
+  }
+}
+
+Key Cache::group_entry(const Key& key) const noexcept {
+  const int home = group_ranks_[key.check % group_ranks_.size()];
+  return group_key(key, group_, home);
+}
+
+Payload Cache::group_form(const Payload& local, bool chunk, std::uint64_t group_ticket) {
+  if (!chunk) return local;
+  auto record = unpack<ChunkRecord>(local);
+  if (record.owner < 0) return local;  // "read the PFS": the same for the group
+  record.position = group_ticket;      // the root of the group's tree
+  return pack(record);
+}
 
 bool Cache::memo_find(const Key& key, Payload* out) {
   std::shared_lock lock(memo_mu_);
@@ -130,8 +159,7 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
   const Answer a = resolve(
       key, kClaimIt | kTicket,
       [&](std::uint64_t ticket) { return load_chunk(file, index, ticket, false, into); },
-      [&](const Payload& p, std::uint64_t ticket) { return localize_chunk(key, p, ticket, into); },
-      &read_pfs);
+      [&](const Payload& p, const Tree& tree) { return localize_chunk(p, tree, into); }, &read_pfs);
   switch (a.kind) {
     case Answer::Kind::kCached: {
       const auto record = unpack<ChunkRecord>(a.payload);

@@ -174,15 +174,31 @@ class Cache {
     bool publish = false;
     Answer answer;
   };
+  // Where a READY answer was found, for localize(): the entry's key, this rank's ticket there,
+  // and how many nodes take tickets on it (the size of its fan-out tree).
+  struct Tree {
+    Key key;
+    std::uint64_t ticket = 0;
+    std::uint64_t nodes = 0;
+  };
   template <class Load, class Localize>
   Answer resolve(const Key& key, unsigned flags, Load&& load, Localize&& localize,
                  const Payload* failed_as = nullptr);
+  // The job's answer for a key this rank resolves for its node: through its node group's entry
+  // when the job has node groups (LARDER_GROUP), else straight from the key's home.
+  template <class Load, class Localize>
+  Answer resolve_in_group(const Key& key, unsigned flags, Load&& load, Localize&& localize,
+                          const Payload* failed_as);
+  template <class Load, class Localize>
+  Answer resolve_at_home(const Key& key, unsigned flags, Load&& load, Localize&& localize,
+                         const Payload* failed_as);
   template <class Load, class Localize>
   Answer resolve_global(const Key& key, unsigned flags, Load&& load, Localize&& localize,
                         const Payload* failed_as);
+  // `tree_nodes`: how many nodes take tickets on `key` (its fan-out tree's size).
   template <class Load, class Localize>
   Answer finish_claim(const Key& key, Result<Claim> claim, Load&& load, Localize&& localize,
-                      const Payload* failed_as);
+                      const Payload* failed_as, std::uint64_t tree_nodes);
 
   // metadata (cache_meta.cpp)
   Result<PathRecord> lookup_key(const std::string& path, const Key& key, bool link);
@@ -244,6 +260,14 @@ class Cache {
   template <class Load, class LocalizeAll>
   void resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& load,
                     LocalizeAll&& localize_all, const Payload* failed_as);
+  // resolve_bulk's two ways to the job's answers (memo and node table left to resolve_bulk):
+  // through the node group's entries, or straight from the keys' homes.
+  template <class Load, class LocalizeAll>
+  void resolve_bulk_in_group(std::vector<BulkItem>& items, unsigned flags, Load&& load,
+                             LocalizeAll&& localize_all, const Payload* failed_as);
+  template <class Load, class LocalizeAll>
+  void resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, Load&& load,
+                            LocalizeAll&& localize_all, const Payload* failed_as);
   // Copies the chunks of items[i] (origin records in their payloads) held on other nodes into
   // this rank's arena, all at once; each payload becomes the local copy (or stays the origin's).
   void copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which);
@@ -282,13 +306,20 @@ class Cache {
   std::string node_file_name(const CachedFile& file) const;
 
   // node copies and fan-out (cache_copy.cpp)
-  Result<Payload> localize_chunk(const Key& key, const Payload& origin, std::uint64_t ticket,
+  Result<Payload> localize_chunk(const Payload& origin, const Tree& tree,
                                  const ChunkRecord* into = nullptr);
+  // Node groups (LARDER_GROUP; docs/protocol.md, "Node groups"): the group entry of `key`, homed
+  // on a rank of this node's group; false when the job has no groups.
+  bool grouped() const noexcept { return group_size_ > 0; }
+  Key group_entry(const Key& key) const noexcept;
+  // The payload a group's representative publishes for its group: its node's answer, and for
+  // a chunk (`chunk`: looked up with a ticket) its place at the root of the group's tree.
+  static Payload group_form(const Payload& local, bool chunk, std::uint64_t group_ticket);
   Result<ChunkRecord> copy_from(const ChunkRecord& source, const ChunkRecord& into);
   // The node table's acquire and the transport's get, timed (node.ns, transport.ns).
   NodeTable::Found node_acquire(const Key& key, std::chrono::milliseconds timeout);
   Status timed_get(const Transport::GetOp& op);
-  Result<ChunkRecord> holder_source(const Key& key, const ChunkRecord& origin,
+  Result<ChunkRecord> holder_source(const Tree& tree, const ChunkRecord& origin,
                                     std::uint64_t position, const Result<Claim>& parent);
 
   bool memo_find(const Key& key, Payload* out);
@@ -307,6 +338,17 @@ class Cache {
   PeerLoad* load_;
   const Topology topology_;
   const std::uint64_t nodes_;  // topology_.node_count(), for the fan-out tree's shape
+  // Node groups: nodes per group (0: none), this rank's group, the ranks of its group (homes of
+  // its group entries), the nodes in it, and the number of groups (the job-wide trees' size).
+  std::uint64_t group_size_ = 0;
+  std::uint64_t group_ = 0;
+  std::vector<int> group_ranks_;
+  std::uint64_t group_nodes_ = 0;
+  std::uint64_t groups_ = 0;
+  // The fan-out of every tree: LARDER_FANOUT, or half of it with node groups, where a group's
+  // representative is a place in two trees (its group's root, and one of the representatives'),
+  // so that no rank serves more than LARDER_FANOUT copies.
+  std::uint32_t tree_fanout_ = 1;
   const std::function<std::int64_t()> clock_;
   const std::string node_files_dir_;
   Segments* segments_;

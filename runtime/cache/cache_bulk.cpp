@@ -57,6 +57,112 @@ template <class Load, class LocalizeAll>
 void Cache::resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& load,
                          LocalizeAll&& localize_all, const Payload* failed_as) {
   if (items.empty()) return;
+  if (grouped() && !closing()) {
+    resolve_bulk_in_group(items, flags, load, localize_all, failed_as);
+  } else {
+    resolve_bulk_at_home(items, flags, load, localize_all, failed_as);
+  }
+  for (BulkItem& it : items) {
+    const bool cached = it.answer.kind == Answer::Kind::kCached;
+    if (cached) memo_put(it.key, it.answer.payload);
+    if (!it.node_claimed) continue;
+    if (cached) {
+      node_->publish(it.slot, it.answer.payload);
+    } else {
+      node_->fail(it.slot);  // the node's ranks resolve it themselves
+    }
+  }
+}
+
+template <class Load, class LocalizeAll>
+void Cache::resolve_bulk_in_group(std::vector<BulkItem>& items, unsigned flags, Load&& load,
+                                  LocalizeAll&& localize_all, const Payload* failed_as) {
+  // The group entries first, all at once: this node represents its group for some keys (it
+  // asks their homes, then publishes its node's answers for the group), waits for the group's
+  // representatives of others, and asks the homes itself where the group has no answer.
+  std::vector<Lookup> lookups;
+  lookups.reserve(items.size());
+  for (const BulkItem& it : items) {
+    lookups.push_back(Lookup{group_entry(it.key), kClaimIt | (flags & kTicket)});
+  }
+  std::vector<Result<Claim>> claims(items.size(), Status(Errc::kInternal, 0, ""));
+  directory_.acquire_many(lookups, claims);
+  stats_.add(Counter::directory_ops, items.size());
+  std::vector<std::size_t> represented;
+  std::vector<std::size_t> ready;
+  std::vector<std::size_t> loading;
+  std::vector<std::size_t> at_home;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (!claims[i].ok()) {
+      at_home.push_back(i);
+      continue;
+    }
+    switch (claims[i]->outcome) {
+      case Claim::Outcome::kClaimed:
+        represented.push_back(i);
+        break;
+      case Claim::Outcome::kReady:
+        ready.push_back(i);
+        break;
+      case Claim::Outcome::kLoading:
+        loading.push_back(i);
+        break;
+      case Claim::Outcome::kFailed:
+      case Claim::Outcome::kAbsent:
+        at_home.push_back(i);
+        break;
+    }
+  }
+  // Resolves items[indices] at their homes, as without groups.
+  auto at_homes = [&](const std::vector<std::size_t>& indices) {
+    std::vector<BulkItem> part;
+    part.reserve(indices.size());
+    for (std::size_t i : indices) part.push_back(items[i]);
+    resolve_bulk_at_home(part, flags, load, localize_all, failed_as);
+    for (std::size_t k = 0; k < indices.size(); ++k) items[indices[k]].answer = part[k].answer;
+  };
+  if (!represented.empty()) {
+    at_homes(represented);
+    std::vector<Directory::Final> finals;
+    finals.reserve(represented.size());
+    for (std::size_t i : represented) {
+      const bool cached = items[i].answer.kind == Answer::Kind::kCached;
+      finals.push_back(Directory::Final{
+          lookups[i].key,
+          cached ? group_form(items[i].answer.payload, (flags & kTicket) != 0, claims[i]->ticket)
+                 : Payload{},
+          cached});
+    }
+    std::vector<Status> out(finals.size());
+    if (!closing()) directory_.finish_many(finals, out);
+  }
+  if (!loading.empty() && !closing()) {
+    std::vector<Key> keys;
+    std::vector<Claim> claims_loading;
+    for (std::size_t i : loading) {
+      keys.push_back(lookups[i].key);
+      claims_loading.push_back(*claims[i]);
+    }
+    std::vector<Result<Claim>> seen(keys.size(), Status());
+    directory_.wait_many(keys, claims_loading, config_.wait_timeout, seen);
+    for (std::size_t k = 0; k < loading.size(); ++k) {
+      const bool got = seen[k].ok() && seen[k]->outcome == Claim::Outcome::kReady;
+      if (got) claims[loading[k]] = std::move(seen[k]);
+      (got ? ready : at_home).push_back(loading[k]);
+    }
+  }
+  // The group's answers: made usable here (a chunk copied from the representative's node).
+  for (std::size_t i : ready) {
+    items[i].answer = Answer{Answer::Kind::kCached, claims[i]->payload};
+    stats_.add(Counter::group_answers);
+  }
+  localize_all(items, ready);
+  if (!at_home.empty()) at_homes(at_home);
+}
+
+template <class Load, class LocalizeAll>
+void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, Load&& load,
+                                 LocalizeAll&& localize_all, const Payload* failed_as) {
   std::vector<Lookup> lookups;
   lookups.reserve(items.size());
   for (const BulkItem& it : items) lookups.push_back(Lookup{it.key, flags});
@@ -131,16 +237,6 @@ void Cache::resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& lo
   for (std::size_t i : ready)
     items[i].answer = Answer{Answer::Kind::kCached, items[i].claim->payload};
   localize_all(items, ready);
-  for (BulkItem& it : items) {
-    const bool cached = it.answer.kind == Answer::Kind::kCached;
-    if (cached) memo_put(it.key, it.answer.payload);
-    if (!it.node_claimed) continue;
-    if (cached) {
-      node_->publish(it.slot, it.answer.payload);
-    } else {
-      node_->fail(it.slot);  // the node's ranks resolve it themselves
-    }
-  }
 }
 
 void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which) {

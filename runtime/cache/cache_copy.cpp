@@ -30,16 +30,16 @@ Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecor
   return into;
 }
 
-Result<ChunkRecord> Cache::holder_source(const Key& key, const ChunkRecord& origin,
+Result<ChunkRecord> Cache::holder_source(const Tree& tree, const ChunkRecord& origin,
                                          std::uint64_t position, const Result<Claim>& parent) {
   bool first = true;
-  for (const std::uint64_t q : fanout::ancestors(position, config_.fanout)) {
+  for (const std::uint64_t q : fanout::ancestors(position, tree_fanout_)) {
     if (q == 0) return origin;
-    if (!fanout::can_have_children(q, config_.fanout, nodes_)) {
+    if (!fanout::can_have_children(q, tree_fanout_, tree.nodes)) {
       first = false;  // a leaf holds no entry (more tickets than nodes: a node table fell back)
       continue;
     }
-    const Key hkey = holder_key(key, q);
+    const Key hkey = holder_key(tree.key, q);
     Result<Claim> r = parent;
     if (!first) {
       stats_.add(Counter::directory_ops);
@@ -67,15 +67,17 @@ Result<ChunkRecord> Cache::holder_source(const Key& key, const ChunkRecord& orig
   return origin;
 }
 
-Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload, std::uint64_t ticket,
+Result<Payload> Cache::localize_chunk(const Payload& payload, const Tree& tree,
                                       const ChunkRecord* into) {
   const auto origin = unpack<ChunkRecord>(payload);
   if (node_ == nullptr || transport_ == nullptr || origin.owner < 0 || closing()) return payload;
-  const std::uint64_t position = fanout::position(ticket, origin.position);
-  const std::uint64_t parent = fanout::parent(position, config_.fanout);
-  const bool ask_parent = parent != 0 && fanout::can_have_children(parent, config_.fanout, nodes_);
+  const Key& key = tree.key;
+  const std::uint64_t position = fanout::position(tree.ticket, origin.position);
+  const std::uint64_t parent = fanout::parent(position, tree_fanout_);
+  const bool ask_parent =
+      parent != 0 && fanout::can_have_children(parent, tree_fanout_, tree.nodes);
   const bool may_hold =
-      position != 0 && fanout::can_have_children(position, config_.fanout, nodes_);
+      position != 0 && fanout::can_have_children(position, tree_fanout_, tree.nodes);
   if (on_this_node(origin.owner)) {
     // A rank of the origin's own node with a ticket (its node table could not answer): it
     // copies nothing, but a place below it may be waiting for its entry: the origin's copy.
@@ -120,7 +122,7 @@ Result<Payload> Cache::localize_chunk(const Key& key, const Payload& payload, st
   copy.length = origin.length;
   copy.position = position;
   copy.version = origin.version;
-  auto source = holder_source(key, origin, position, claims[1]);
+  auto source = holder_source(tree, origin, position, claims[1]);
   if (!source.ok() || source->length != origin.length) source = origin;
   if (!copy_from(*source, copy).ok() &&
       (source->owner == origin.owner || !copy_from(origin, copy).ok())) {

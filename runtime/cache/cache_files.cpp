@@ -141,7 +141,7 @@ Status Cache::learn_segment(int owner, std::uint32_t id) {
   const Key key = segment_key(owner, id);
   const Answer a = resolve(
       key, kLookOnly, [](std::uint64_t /*ticket*/) { return Loaded{}; },
-      [](const Payload& p, std::uint64_t /*ticket*/) { return Result<Payload>(p); });
+      [](const Payload& p, const Tree& /*tree*/) { return Result<Payload>(p); });
   if (a.kind != Answer::Kind::kCached) {
     return {Errc::kUnavailable, 0,
             "no record of segment " + std::to_string(id) + " of rank " + std::to_string(owner)};

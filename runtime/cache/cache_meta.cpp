@@ -95,7 +95,7 @@ Cache::Loaded Cache::load_path(const std::string& path, bool link) {
 Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bool link) {
   Answer a = resolve(
       key, kClaimIt, [&](std::uint64_t) { return load_path(path, link); },
-      [](const Payload& p, std::uint64_t) { return as_is(p); });
+      [](const Payload& p, const Tree&) { return as_is(p); });
   if (a.kind == Answer::Kind::kDirect) {
     // The cache cannot answer (directory full, finalize under way): ask the PFS for this rank.
     Loaded l = load_path(path, link);
@@ -171,7 +171,10 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
   if (config_.produced(path)) return lookup_produced(path);
   const Key pkey = path_key(KeyKind::kPath, path);
   Payload payload;
-  if (node_ == nullptr || closing() || memo_find(pkey, &payload)) return lookup(path);
+  // With node groups the path and chunk 0 go through their group entries one by one.
+  if (node_ == nullptr || closing() || grouped() || memo_find(pkey, &payload)) {
+    return lookup(path);
+  }
   const NodeTable::Found np = node_acquire(pkey, config_.wait_timeout);
   if (np.outcome == NodeTable::Found::Outcome::kReady) {
     stats_.add(Counter::node_answers);
@@ -195,7 +198,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
   stats_.add(Counter::directory_ops, both ? 2 : 1);
   Answer a = finish_claim(
       pkey, claims[0], [&](std::uint64_t) { return load_path(path, false); },
-      [](const Payload& p, std::uint64_t) { return as_is(p); }, nullptr);
+      [](const Payload& p, const Tree&) { return as_is(p); }, nullptr, nodes_);
   if (a.kind == Answer::Kind::kCached) {
     node_->publish(np.slot, a.payload);
   } else {
@@ -218,8 +221,8 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
       const Payload read_pfs = pack(direct);
       const Answer c = finish_claim(
           ckey, claims[1], [&](std::uint64_t ticket) { return load_chunk(f, 0, ticket, true); },
-          [&](const Payload& p, std::uint64_t ticket) { return localize_chunk(ckey, p, ticket); },
-          &read_pfs);
+          [&](const Payload& p, const Tree& tree) { return localize_chunk(p, tree); }, &read_pfs,
+          nodes_);
       if (c.kind == Answer::Kind::kCached) {
         node_->publish(nc.slot, c.payload);
       } else {
@@ -253,7 +256,7 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
   const Key key = path_key(KeyKind::kListing, path);
   const Answer a = resolve(
       key, kClaimIt, [&](std::uint64_t) { return load_listing(path); },
-      [&](const Payload& p, std::uint64_t) { return localize_listing(p); });
+      [&](const Payload& p, const Tree&) { return localize_listing(p); });
   switch (a.kind) {
     case Answer::Kind::kCached: {
       if (!a.fresh && !closing() && stale(unpack<ListingRecord>(a.payload).checked_s)) {

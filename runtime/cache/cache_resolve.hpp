@@ -3,8 +3,9 @@
 //
 //   load(ticket)        -> Loaded       the caller claimed the entry: load it (PFS) and say what
 //                                       to publish (the directory's form of the payload)
-//   localize(p, ticket) -> Result<Payload>  a READY payload made usable on this node (a chunk
-//                                       held on another node is copied here first)
+//   localize(p, tree) -> Result<Payload>  a READY payload made usable on this node (a chunk
+//                                       held on another node is copied here first, from the
+//                                       nearest holder of `tree`: the entry it was found in)
 //   failed_as                           when not null, what a FAILED entry means, remembered like
 //                                       any answer (a chunk: "read it from the PFS"), so a FAILED
 //                                       entry costs each node one lookup, not one per read
@@ -18,7 +19,8 @@ namespace larder {
 
 template <class Load, class Localize>
 Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& load,
-                                  Localize&& localize, const Payload* failed_as) {
+                                  Localize&& localize, const Payload* failed_as,
+                                  std::uint64_t tree_nodes) {
   if (!claim.ok()) {
     LARDER_LOG_LIMITED(kDebug, "directory cannot answer: {}", claim.status().to_string());
     return Answer{};
@@ -35,7 +37,7 @@ Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& lo
   }
   switch (claim->outcome) {
     case Claim::Outcome::kReady: {
-      auto local = localize(claim->payload, claim->ticket);
+      auto local = localize(claim->payload, Tree{key, claim->ticket, tree_nodes});
       if (!local.ok()) return Answer{};
       memo_put(key, *local);
       Answer a{Answer::Kind::kCached, *local};
@@ -72,14 +74,62 @@ Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& lo
 }
 
 template <class Load, class Localize>
+Cache::Answer Cache::resolve_at_home(const Key& key, unsigned flags, Load&& load,
+                                     Localize&& localize, const Payload* failed_as) {
+  stats_.add(Counter::directory_ops);
+  // With node groups only the groups' representatives take tickets here: the job-wide tree
+  // has one place per group.
+  Answer a = finish_claim(key, directory_.acquire(key, flags), load, localize, failed_as,
+                          grouped() ? groups_ : nodes_);
+  a.global = true;
+  return a;
+}
+
+template <class Load, class Localize>
+Cache::Answer Cache::resolve_in_group(const Key& key, unsigned flags, Load&& load,
+                                      Localize&& localize, const Payload* failed_as) {
+  const Key gkey = group_entry(key);
+  stats_.add(Counter::directory_ops);
+  Result<Claim> g = directory_.acquire(gkey, kClaimIt | (flags & kTicket));
+  if (!g.ok()) return resolve_at_home(key, flags, load, localize, failed_as);
+  const std::uint64_t ticket = g->ticket;  // this node's place in the group's tree
+  if (g->outcome == Claim::Outcome::kClaimed) {
+    // This node represents its group: it asks the key's home, and its node's answer becomes the
+    // group's (for a chunk: the root of the group's tree).
+    Answer a = resolve_at_home(key, flags, load, localize, failed_as);
+    if (closing()) return a;
+    if (a.kind == Answer::Kind::kCached) {
+      (void)directory_.publish(gkey, group_form(a.payload, (flags & kTicket) != 0, ticket));
+    } else {
+      (void)directory_.abandon(gkey);  // the group's nodes ask the home themselves
+    }
+    return a;
+  }
+  if (g->outcome == Claim::Outcome::kLoading) {
+    g = directory_.wait(gkey, *g, config_.wait_timeout);
+    if (g.ok()) g->ticket = ticket;
+  }
+  if (g.ok() && g->outcome == Claim::Outcome::kReady) {
+    stats_.add(Counter::group_answers);
+    auto local = localize(g->payload, Tree{gkey, ticket, group_nodes_});
+    if (!local.ok()) return Answer{};
+    memo_put(key, *local);
+    Answer a{Answer::Kind::kCached, *local};
+    a.copied = *local != g->payload;
+    a.global = true;
+    return a;
+  }
+  // The representative could not answer (or gave up): the key's home, as without groups.
+  return resolve_at_home(key, flags, load, localize, failed_as);
+}
+
+template <class Load, class Localize>
 Cache::Answer Cache::resolve_global(const Key& key, unsigned flags, Load&& load,
                                     Localize&& localize, const Payload* failed_as) {
   if (closing()) return Answer{};
   if (progress_ != nullptr) progress_->notify_activity();  // others' answers need our progress
-  stats_.add(Counter::directory_ops);
-  Answer a = finish_claim(key, directory_.acquire(key, flags), load, localize, failed_as);
-  a.global = true;
-  return a;
+  if (grouped()) return resolve_in_group(key, flags, load, localize, failed_as);
+  return resolve_at_home(key, flags, load, localize, failed_as);
 }
 
 template <class Load, class Localize>

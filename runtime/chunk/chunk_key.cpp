@@ -52,6 +52,12 @@ Key holder_key(const Key& chunk, std::uint64_t position) noexcept {
   return words_key(KeyKind::kHolder, chunk.word, chunk.check, position);
 }
 
+Key group_key(const Key& key, std::uint64_t group, int home_rank) noexcept {
+  Key k = words_key(KeyKind::kGroup, key.word, key.check, group);
+  k.home = static_cast<std::uint64_t>(home_rank);
+  return k;
+}
+
 Key segment_key(int owner, std::uint32_t segment) noexcept {
   Key k = words_key(KeyKind::kSegment, static_cast<std::uint64_t>(owner), segment, 0);
   k.home = static_cast<std::uint64_t>(owner);

@@ -35,6 +35,7 @@ enum class KeyKind : std::uint8_t {
   kHolder = 5,    // a node's copy of a chunk: where it sits, for the nodes it serves (fan-out)
   kNodeFile = 6,  // a whole file copied to a node (node tables only): its name is derived
   kSegment = 7,   // how other ranks reach a rank's segment (runtime/tier/segments.hpp)
+  kGroup = 8,     // a node group's answer for a key (LARDER_GROUP): its representative's
 };
 
 // The identity of a file's contents: the hash of its canonical path.
@@ -57,6 +58,8 @@ Key holder_key(const Key& chunk, std::uint64_t position) noexcept;
 // Key of the record of rank `owner`'s segment `segment` (its transport descriptor), homed at the
 // owner itself.
 Key segment_key(int owner, std::uint32_t segment) noexcept;
+// Key of node group `group`'s entry for `key`, homed at `home_rank` (a rank of the group).
+Key group_key(const Key& key, std::uint64_t group, int home_rank) noexcept;
 
 }  // namespace larder
 

@@ -168,6 +168,18 @@ Result<Config> Config::parse(const Lookup& lookup) {
     if (!n || *n < 1 || *n > 1024) return bad("LARDER_FANOUT", *v, "an integer from 1 to 1024");
     c.fanout = *n;
   }
+  if (auto v = get("LARDER_GROUP")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (*v == "auto") {
+      c.group = Config::kAutoGroup;
+    } else if (*v == "off") {
+      c.group = 0;
+    } else if (!n || *n == 1 || *n > (1u << 20)) {
+      return bad("LARDER_GROUP", *v, "auto, off, 0 (off) or nodes per group from 2 to 1048576");
+    } else {
+      c.group = *n;
+    }
+  }
   if (auto v = get("LARDER_LIST_AHEAD")) {
     auto n = parse_int<std::uint32_t>(*v);
     if (!n || *n > (1u << 20)) {
@@ -208,6 +220,14 @@ Result<Config> Config::parse(const Lookup& lookup) {
 
 Result<Config> Config::from_environment() {
   return parse([](const char* name) { return std::getenv(name); });
+}
+
+std::uint32_t Config::group_size(std::uint64_t nodes) const noexcept {
+  if (group != kAutoGroup) return group >= nodes ? 0 : group;  // one group: no groups
+  if (nodes < kAutoGroupNodes) return 0;
+  std::uint32_t g = 1;
+  while (static_cast<std::uint64_t>(g) * g < nodes) ++g;  // the ceiling of the square root
+  return g;
 }
 
 bool Config::produced(const std::string& p) const {

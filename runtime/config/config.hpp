@@ -41,7 +41,14 @@ struct Config {
   // LARDER_REVALIDATE: an answer about a path older than this is checked against the PFS again
   // (one stat per node) before it is used; 0: never (the job's first answer holds for the job).
   std::chrono::seconds revalidate{60};
-  std::uint32_t fanout = 8;             // LARDER_FANOUT: nodes a chunk copy serves
+  std::uint32_t fanout = 8;  // LARDER_FANOUT: nodes a chunk copy serves
+  // LARDER_GROUP: nodes per node group (docs/protocol.md, "Node groups"); 0: no groups;
+  // kAutoGroup: about the square root of the node count from kAutoGroupNodes nodes up.
+  static constexpr std::uint32_t kAutoGroup = ~0u;
+  static constexpr std::uint32_t kAutoGroupNodes = 64;
+  std::uint32_t group = kAutoGroup;
+  // The nodes per group for a job of `nodes` nodes (0: no groups).
+  std::uint32_t group_size(std::uint64_t nodes) const noexcept;
   std::uint32_t node_slots = 1u << 16;  // LARDER_NODE_SLOTS: node table entries
   std::uint32_t list_ahead = 4096;      // LARDER_LIST_AHEAD: entries of a listed directory resolved
   std::uint64_t small_file = 256ull << 10;    // LARDER_SMALL_FILE: loaded whole with its stat

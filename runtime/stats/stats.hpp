@@ -46,6 +46,7 @@ namespace larder {
   X(app_bytes_read, "app.bytes_read")           \
   X(wait_ns, "wait_ns")                         \
   X(node_answers, "node.answers")               \
+  X(group_answers, "group.answers")           \
   X(node_copies, "node.copies")                 \
   X(node_copy_bytes, "node.copy_bytes")         \
   X(directory_ns, "directory.ns")               \

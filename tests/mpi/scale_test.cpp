@@ -89,6 +89,44 @@ TEST_F(ScaleTest, AJobOpeningOneFileAtOnceCostsDirectoryOperationsPerNodeNotPerR
   }
 }
 
+TEST_F(ScaleTest, WithNodeGroupsAKeysHomeSeesOneLookupPerGroupAndACopyStaysInItsGroup) {
+  // 8 nodes of 2 ranks in 4 groups of 2 nodes (LARDER_GROUP=2; by default groups start at 64
+  // nodes): each key's home sees one lookup per group (its representative), each group's
+  // entry one per node of the group; a hot file still crosses the network once per node, and
+  // no rank serves more than F copies (the tree of representatives, then each group's tree).
+  constexpr std::uint64_t kGroup = 2;
+  constexpr std::uint64_t kFanout = 2;
+  chunk_size = 4 << 20;
+  set_env("LARDER_NODE_SIZE", std::to_string(kNodeSize));
+  set_env("LARDER_GROUP", std::to_string(kGroup));
+  set_env("LARDER_FANOUT", std::to_string(kFanout));
+  set_env("LARDER_TRANSPORT", "ucx");
+  const std::uint64_t bytes = 32ull << 20;
+  make_file("grouped", bytes, 61);
+  init();
+  const auto direct = read_whole(data("grouped"));
+  barrier();
+  EXPECT_EQ(read_in_pieces(data("grouped"), 1 << 20), direct) << "rank " << rank();
+  const auto stats = finalize();
+  const std::uint64_t nodes = static_cast<std::uint64_t>(size()) / kNodeSize;
+  const std::uint64_t groups = nodes / kGroup;
+  const std::uint64_t chunks = bytes / chunk_size;
+  EXPECT_EQ(stats["pfs"]["read_ops"], chunks);
+  EXPECT_EQ(stats["fallbacks"], 0);
+  EXPECT_EQ(stats["node"]["copies"], (nodes - 1) * chunks);
+  EXPECT_EQ(stats["transport"]["bytes"], (nodes - 1) * bytes);
+  EXPECT_LE(u64(stats["skew"]["bytes_served"]["max"]), kFanout * bytes)
+      << "rank " << stats["skew"]["bytes_served"]["max_rank"];
+  // The nodes that were not their group's representative got the group's answers: one per key
+  // (the path, and each chunk) per such node.
+  EXPECT_EQ(u64(stats["group"]["answers"]), (nodes - groups) * (chunks + 1));
+  // No rank receives the lookups of every node: at most one per group (at a key's home) plus
+  // one per node of a group (at a group entry's home), per key, with its publications and the
+  // holder entries of the trees.
+  const std::uint64_t keys = chunks + 1;
+  EXPECT_LE(u64(stats["skew"]["directory_ops_received"]["max"]), keys * (groups + kGroup + 4));
+}
+
 // A file system that holds reads of one file (the first reader's load) until every other rank
 // has written its "done" mark, and says when it starts holding.
 class HoldingFileSystem final : public FileSystem {

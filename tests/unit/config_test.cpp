@@ -114,7 +114,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_SHM_DIR", "shm", "absolute directory path"},
                       BadCase{"LARDER_ENABLE", "maybe", "1, 0, true, false"},
                       BadCase{"LARDER_PRODUCE", "out", "absolute directory paths"},
-                      BadCase{"LARDER_PRODUCE_MODE", "lazy", "through or local"}));
+                      BadCase{"LARDER_PRODUCE_MODE", "lazy", "through or local"},
+                      BadCase{"LARDER_GROUP", "1", "nodes per group from 2"},
+                      BadCase{"LARDER_GROUP", "some", "auto, off"}));
 
 TEST(ConfigTest, LexicalManagementIsByWholeComponents) {
   auto c = parse({{"LARDER_PREFIX", "/lus/data"}});
@@ -124,6 +126,22 @@ TEST(ConfigTest, LexicalManagementIsByWholeComponents) {
   EXPECT_FALSE(c->lexically_managed("/lus/database"));
   EXPECT_FALSE(c->lexically_managed("/lus"));
   EXPECT_FALSE(c->lexically_managed("/usr/lib/x"));
+}
+
+TEST(ConfigTest, NodeGroupsAreAboutTheSquareRootOfTheNodesFrom64NodesUp) {
+  auto c = parse({});
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->group_size(8), 0u);
+  EXPECT_EQ(c->group_size(63), 0u);
+  EXPECT_EQ(c->group_size(64), 8u);
+  EXPECT_EQ(c->group_size(8192), 91u);
+  auto two = parse({{"LARDER_GROUP", "2"}});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->group_size(8), 2u);
+  EXPECT_EQ(two->group_size(2), 0u);  // one group: no groups
+  auto off = parse({{"LARDER_GROUP", "off"}});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->group_size(8192), 0u);
 }
 
 TEST(ConfigTest, ProduceDirectoriesAreManagedAndKnownAsProduced) {
