@@ -10,7 +10,8 @@ the PFS once in the job (Larder's PFS bytes are the libraries' bytes) and made i
 file per node; the candidates that do not exist were answered without the PFS. Then the fault
 cases: LD_BIND_NOW=1 (still served), a files directory on a noexec mount (as root: loads from the
 original paths), a memory tier too small for the libraries (with LD_BIND_NOW=1: the loads fall
-back to the original paths) and a process with no rank (LD_AUDIT alone): same results."""
+back to the original paths), a process whose rank is gone and a process with no rank (LD_AUDIT
+alone): same results."""
 import argparse
 import json
 import os
@@ -174,6 +175,17 @@ def main():
         check(all(g == p for g, p in zip(got, plain)) and s["loader"]["original"] > 0,
               f"a full tier (LD_BIND_NOW=1): the same results, {s['loader']['original']} loads "
               f"from the original paths")
+
+        # The rank gone: a process whose agent socket names a rank that no longer exists (a
+        # worker that outlived its rank); the module cannot connect and loads the originals.
+        gone_name = f"@larder-{os.getuid()}-4194000-deadbeef"
+        gone = job.env(preload=False, extra=dict(search, LD_AUDIT=args.audit,
+                                                 LARDER_AGENT=gone_name,
+                                                 LARDER_AGENT_SERVING=gone_name))
+        prefix = os.path.join(job.root, "gone")
+        subprocess.run([PYTHON, program, job.data, prefix, outside], env=gone, check=True,
+                       timeout=120 * args.timeout_scale)
+        check(results(prefix, 1)[0] == plain[0], "the rank gone: the same results")
 
         # A process with no rank: the audit module alone (no preload, no launcher).
         lone = job.env(preload=False, extra=dict(search, LD_AUDIT=args.audit))
