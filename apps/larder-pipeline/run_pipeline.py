@@ -45,7 +45,8 @@ import tempfile
 import time
 import uuid
 
-from pipeline import roles
+sys.dont_write_bytecode = True  # importing pipeline.py must leave no __pycache__ in the sources
+from pipeline import roles  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -75,7 +76,7 @@ class Scratch:
     def processes(self):
         """Processes still carrying this run's tag in their environment (launcher, ranks and
         DataLoader workers all inherit it)."""
-        needle = f"LARDER_PIPELINE_TAG={self.tag}".encode()
+        needle = f"PIPELINE_RUN_TAG={self.tag}".encode()
         found = []
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
@@ -118,7 +119,7 @@ def launcher_env(scratch, mpi):
     without the preload); the ranks get theirs on the launch line."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("LARDER_") and k != "LD_PRELOAD"}
-    env.update(LARDER_PIPELINE_TAG=scratch.tag, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1")
+    env.update(PIPELINE_RUN_TAG=scratch.tag, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1")
     if mpi == "openmpi":
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     return env
