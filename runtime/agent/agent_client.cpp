@@ -264,6 +264,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   const Key key = chunk_key(file.id, index);
   ChunkRecord rec;
   bool known = false;
+  bool copied = false;  // this request brought it from another node: a remote hit
   {
     std::shared_lock lock(memo_mu_);
     // A place of another version of the file (it changed during the job) is asked for again.
@@ -281,6 +282,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     std::memcpy(&place, reply->body.data(), sizeof place);
     if (place.node_local == 0) return false;
     rec = place.record;
+    copied = place.copied != 0;
     std::unique_lock lock(memo_mu_);
     places_.insert_or_assign(key, rec);
   }
@@ -290,7 +292,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     return false;
   }
   std::memcpy(into.data(), (*arena)->data() + rec.offset + offset_in_chunk, into.size());
-  stats().add(Counter::hits_node);
+  stats().add(copied ? Counter::hits_remote : Counter::hits_node);
   stats().add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
   return true;
 }

@@ -209,6 +209,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, Co
       if (!place.ok()) return unavailable(fd, op);
       PlaceReply r;
       r.node_local = place->node_local ? 1 : 0;
+      r.copied = place->copied ? 1 : 0;
       r.record = place->record;
       return send_message(fd, op, 0, bytes_of(r));
     }

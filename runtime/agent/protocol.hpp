@@ -76,6 +76,7 @@ struct FileRequest {
 
 struct PlaceReply {
   std::uint32_t node_local = 0;
+  std::uint32_t copied = 0;  // the rank copied it from another node for this request
   ChunkRecord record;
 };
 

@@ -147,6 +147,7 @@ Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
   Place out;
   out.record = located->record;
   out.node_local = located->source == Source::kCache && on_this_node(located->record.owner);
+  out.copied = located->copied;
   return out;
 }
 

@@ -104,6 +104,7 @@ class Cache {
   // where); otherwise the caller reads the range with read(). Loads the chunk if nobody has.
   struct Place {
     bool node_local = false;
+    bool copied = false;  // copied from another node for this request: a remote hit
     ChunkRecord record;
   };
   Result<Place> place(const CachedFile& file, std::uint64_t index);

@@ -81,7 +81,7 @@ std::optional<ssize_t> managed_link(const char* path, char* buf, size_t size) no
     if (!file) return std::nullopt;
     const std::string& name = file->file.path;
     const std::size_t n = std::min(size, name.size());
-    std::memcpy(buf, name.data(), n);
+    std::copy_n(name.data(), n, buf);  // readlink does not terminate what it writes
     return static_cast<ssize_t>(n);
   } catch (...) {
     return std::nullopt;
