@@ -235,6 +235,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, Co
       if (!split(body, &req, &path) || !allowed(*s, path)) return unavailable(fd, op);
       auto name = s->node_file(file_of(req, path));
       if (!name.ok()) return unavailable(fd, op);
+      s->stats().add(Counter::node_file_maps_workers);  // of node.file_maps: by workers
       return send_message(fd, op, 0, bytes_of(std::string_view(*name)));
     }
     case Op::kLoader: {

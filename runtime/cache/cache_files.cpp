@@ -56,7 +56,13 @@ Result<std::string> Cache::node_file(const CachedFile& file) {
   const std::string name = node_file_name(file);
   const Key key = path_key(KeyKind::kNodeFile, name);
   Result<std::string> made = node_file_made(file, name, key);
-  if (made.ok()) stats_.add(Counter::node_file_maps);
+  if (made.ok()) {
+    stats_.add(Counter::node_file_maps);
+  } else {
+    // Why the caller does without (a private copy for mmap, the original path for the loader).
+    stats_.add(made.status().code() == Errc::kNoSpace ? Counter::node_file_no_room
+                                                      : Counter::node_file_failed);
+  }
   return made;
 }
 
