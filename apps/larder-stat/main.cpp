@@ -131,6 +131,39 @@ void print_skew(const json& s) {
   }
 }
 
+// Node groups, node files and shared objects, produced files: a line each, when the job had any.
+void print_files(const json& s) {
+  const auto nonzero = [&](const char* key) { return counter(s, key).value_or(0) > 0; };
+  if (nonzero("group.answers")) {
+    std::cout << fmt::format("node groups       {} answers from the node's group\n",
+                             num(counter(s, "group.answers")));
+  }
+  if (nonzero("node.files") || nonzero("node.file_no_room") || nonzero("node.file_failed")) {
+    std::cout << fmt::format(
+        "node files        {} ({}), mapped {} times ({} by workers); {} held twice;\n"
+        "                  {} not made for want of room, {} failed\n",
+        num(counter(s, "node.files")), bytes(counter(s, "node.file_bytes")),
+        num(counter(s, "node.file_maps")), num(counter(s, "node.file_maps_workers")),
+        bytes(counter(s, "node.file_dup_bytes")), num(counter(s, "node.file_no_room")),
+        num(counter(s, "node.file_failed")));
+  }
+  if (nonzero("loader.objects") || nonzero("loader.original")) {
+    std::cout << fmt::format(
+        "shared objects    {} from node files, {} answered missing, {} from the original path\n",
+        num(counter(s, "loader.objects")), num(counter(s, "loader.absent")),
+        num(counter(s, "loader.original")));
+  }
+  if (nonzero("produce.files") || nonzero("produce.waits") || nonzero("produce.refused")) {
+    std::cout << fmt::format(
+        "produced files    {} ({}), {} written to the PFS; {} opens refused;\n"
+        "                  readers waited {} times for files not yet published ({})\n",
+        num(counter(s, "produce.files")), bytes(counter(s, "produce.bytes")),
+        bytes(counter(s, "produce.pfs_bytes")), num(counter(s, "produce.refused")),
+        num(counter(s, "produce.waits")),
+        time_text(static_cast<double>(counter(s, "produce.wait_ns").value_or(0))));
+  }
+}
+
 void print_one(const json& s) {
   const auto app = counter(s, "app.bytes_read");
   const auto pfs = counter(s, "pfs.bytes_read");
@@ -182,6 +215,7 @@ void print_one(const json& s) {
                            num(counter(s, "waits")),
                            time_text(static_cast<double>(wait_ns.value_or(0))));
   std::cout << fmt::format("directory         {} lookups\n", num(counter(s, "directory.ops")));
+  print_files(s);
   print_skew(s);
   std::cout << fmt::format("cache at the end  {} in {} chunks\n", bytes(counter(s, "cache.bytes")),
                            num(counter(s, "cache.chunks")));
