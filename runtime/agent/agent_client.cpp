@@ -10,6 +10,7 @@
 #include <ctime>
 
 #include "runtime/agent/channel.hpp"
+#include "runtime/agent/file_request.hpp"
 #include "runtime/chunk/chunk_math.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "runtime/agent/channel.hpp"
+#include "runtime/agent/file_request.hpp"
 #include "runtime/api/loader_objects.hpp"
 #include "runtime/api/reentry.hpp"
 #include "runtime/api/runtime.hpp"

@@ -14,7 +14,6 @@
 
 #include <cstdint>
 
-#include "runtime/cache/cache.hpp"
 #include "runtime/cache/records.hpp"
 #include "runtime/chunk/chunk_key.hpp"
 
@@ -95,19 +94,6 @@ struct ArenaRequest {
   Tier tier = Tier::kMem;
   std::uint32_t segment = 0;  // tier kFile: which of the rank's segments
 };
-
-// The request's form of `file`, and back.
-inline FileRequest request_of(const CachedFile& file) {
-  FileRequest req;
-  req.file = file.id;
-  req.size = file.size;
-  req.version = file.version;
-  req.local_only = file.local_only ? 1 : 0;
-  return req;
-}
-inline CachedFile file_of(const FileRequest& req, std::string path) {
-  return CachedFile{std::move(path), req.file, req.size, req.version, req.local_only != 0};
-}
 
 // Largest request or reply body either side accepts (a chunk is at most 1 GiB).
 inline constexpr std::uint64_t kMaxBody = (1ull << 30) + 4096;
