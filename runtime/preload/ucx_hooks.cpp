@@ -133,7 +133,10 @@ int take_mmap_from_ucx() noexcept {
   if (restored > (munmap_restored ? 1 : 0)) {
     // UCX wanted to see every mmap: pass the calls Larder does not serve to it.
     if (void* ucm = ::dlsym(RTLD_DEFAULT, "ucm_mmap")) Runtime::instance().set_ucm_mmap(ucm);
-    LARDER_LOG_DEBUG("took mmap back from UCX's memory hook ({} entry points)", restored);
+  }
+  if (restored > 0) {
+    LARDER_LOG_DEBUG("took {} entry points back from UCX's memory hooks (munmap {})", restored,
+                     munmap_restored ? "included" : "not hooked");
   }
   return restored;
 }
