@@ -48,9 +48,10 @@ struct ForkHandler {
 };
 const ForkHandler fork_handler;  // registers the handler when the library loads
 
-// In a rank whose Larder the preload library is starting on its service thread (it starts when
-// the library loads), waits for the start to end, bounded by LARDER_TIMEOUT, as the preload's own
-// wrappers do: `import larder` at the top of a script must see the running cache.
+// In a rank whose Larder is still starting (the preload library starts it in its constructor; a
+// thread MPI's start created may call in before it has finished), waits for the start to end,
+// bounded by LARDER_TIMEOUT, as the preload's own wrappers do: `import larder` at the top of a
+// script must see the running cache.
 void wait_for_start() noexcept {
   Runtime& rt = Runtime::instance();
   if (rt.role() != larder::Role::kRank) return;

@@ -82,9 +82,8 @@ struct MpiLife {
   std::mutex mu;
   std::condition_variable changed;
   std::atomic<Phase> phase{Phase::kIdle};  // written under mu; read lock-free by the preload
-  bool larder_owns_mpi = false;            // Larder called PMPI_Init_thread (the service thread)
+  bool larder_owns_mpi = false;            // Larder called PMPI_Init_thread (self-initialisation)
   bool runtime_up = false;                 // the hooks' session started
-  std::thread service;                     // initialises MPI, then ends
   std::atomic<pid_t> pid{0};               // the process that started MPI (not its children)
 };
 

@@ -83,13 +83,11 @@ int stop_here(MpiLife& life, std::unique_lock<std::mutex>& lock, bool finalize_m
   }
   lock.lock();
   life.changed.notify_all();
-  // The service thread ended right after it published kRunning: joining it waits for nothing.
-  if (life.service.joinable() && life.pid.load() == ::getpid()) life.service.join();
   return rc;
 }
 
-void service_main() {
-  mark_runtime_thread();
+// Initialises MPI and starts the runtime (the rank's self-initialisation).
+void self_init() {
   Runtime& rt = Runtime::instance();
   MpiLife& life = rt.mpi_life();
   int provided = MPI_THREAD_SINGLE;
@@ -166,15 +164,25 @@ void start_self_init() noexcept {
   try {
     Runtime& rt = Runtime::instance();
     MpiLife& life = rt.mpi_life();
-    std::lock_guard lock(life.mu);
-    if (life.phase.load() != Phase::kIdle) return;
-    set_openmpi_defaults();
-    prepare_agent(rt);
-    life.pid.store(::getpid());
-    life.phase.store(Phase::kStarting);
-    life.service = std::thread(service_main);
+    {
+      std::lock_guard lock(life.mu);
+      if (life.phase.load() != Phase::kIdle) return;
+      set_openmpi_defaults();
+      prepare_agent(rt);
+      life.pid.store(::getpid());
+      life.phase.store(Phase::kStarting);
+    }
+    // MPI starts here, on the thread that loads the library, before the program runs, and not
+    // on a thread of its own beside the program: the MPI library (hwloc, UCX, Open MPI's opal)
+    // and Larder add environment variables while they start, and the C library's environment
+    // cannot change while another thread reads it (setenv reallocates the array that getenv,
+    // and a program that copies its environment at start, such as Python's os.environ, walk).
+    // Seen here: a rank's getenv inside MPI_Init crashed while Python's start wrote the
+    // environment, and Python's start crashed while MPI_Init wrote it.
+    ReentryGuard guard;  // the runtime's own calls go straight to the real functions
+    self_init();
   } catch (...) {
-    LARDER_LOG_ERROR("cannot start larder's service thread; the job runs without the cache");
+    LARDER_LOG_ERROR("cannot start larder; the job runs without the cache");
     Runtime::instance().mpi_life().phase.store(Phase::kStopped);
   }
 }
@@ -270,7 +278,6 @@ void on_exit() noexcept {
     if (!life.changed.wait_for(lock, rt.config().wait_timeout,
                                [&] { return life.phase.load() != Phase::kStarting; })) {
       LARDER_LOG_WARN("MPI was still starting at exit (a rank never joined); leaving without it");
-      if (life.service.joinable()) life.service.detach();
       return;
     }
     // The application initialised MPI and exits without MPI_Finalize: not ours to finalize.

@@ -4,10 +4,12 @@
 //
 // Two ways in:
 //  - Self-initialisation (the preload library, in a rank an MPI launcher started): the library
-//    constructor starts a service thread that initialises MPI (MPI_THREAD_MULTIPLE) and starts
-//    the session, then ends. Every rank joins start-up whether or not it ever touches a managed
-//    file. An image that is only a launcher wrapper (a shell, env, numactl, a pyenv shim...)
-//    never starts anything: the program it runs does (wrapper_kind()).
+//    constructor initialises MPI (MPI_THREAD_MULTIPLE) and starts the session, on the thread that
+//    loads the library, before the program runs (MPI's start and Larder's add environment
+//    variables, which no other thread may be reading: lifecycle.cpp). Every rank joins start-up
+//    whether or not it ever touches a managed file. An image that is only a launcher wrapper (a
+//    shell, env, numactl, a pyenv shim...) never starts anything: the program it runs does
+//    (wrapper_kind()).
 //  - The application calls MPI_Init/MPI_Init_thread: if Larder already initialised MPI the call
 //    returns MPI_SUCCESS with the level MPI provides; otherwise the hook initialises MPI on the
 //    application's thread, asking for MPI_THREAD_MULTIPLE, and starts the session.
@@ -41,8 +43,8 @@ enum class Wrapper : int { kNone, kExec, kFork };
 Wrapper wrapper_kind(std::string_view name) noexcept;
 
 // The preload library's constructor, in a rank: sets Open MPI's defaults, binds the agent's
-// socket, names it in LARDER_AGENT (inherited by children from now on) and starts the service
-// thread. Only while the process has one thread (no setenv later).
+// socket, names it in LARDER_AGENT (inherited by children from now on), initialises MPI and
+// starts the session. Only while the process has one thread: the environment changes here.
 void start_self_init() noexcept;
 
 // Waits (bounded by `timeout`) until a start under way has finished, successfully or not.

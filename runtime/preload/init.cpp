@@ -1,5 +1,5 @@
 // The library constructor, which decides this process's role and, in a rank launched by mpiexec,
-// starts MPI and the runtime on a service thread (runtime/mpi_hooks/lifecycle.hpp); and _exit/
+// starts MPI and the runtime there, before main (runtime/mpi_hooks/lifecycle.hpp); and _exit/
 // _Exit, so a rank that leaves without exit() (dash does) still finalises what Larder started.
 #include <unistd.h>
 

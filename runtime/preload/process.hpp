@@ -2,8 +2,8 @@
 // which calls it may serve, which paths are managed, and the FileService that serves them now.
 //
 // Roles, decided when the library loads (docs/user-guide.md, "How a process finds its cache"):
-//   Role::kRank    launched by an MPI launcher: served by its own session (MPI starts on a
-//                  service thread right away, see runtime/mpi_hooks/lifecycle.hpp);
+//   Role::kRank    launched by an MPI launcher: served by its own session (MPI starts in the
+//                  library constructor, see runtime/mpi_hooks/lifecycle.hpp);
 //   Role::kWorker  a child of a rank (LARDER_AGENT names another process, or after fork): served
 //                  by the rank over the node-local channel, never calls MPI;
 //   Role::kOff     neither (or a launcher wrapper image): calls pass through, unless the program
