@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "mpi_transport/comm.hpp"
@@ -54,6 +57,32 @@ Status MpiJob::agree(MPI_Comm comm, const Status& local) {
   if (first == INT32_MAX) return {};
   if (!local.ok()) return local;
   return {Errc::kUnavailable, 0, "rank " + std::to_string(first) + " could not start larder"};
+}
+
+Status MpiJob::agree_while_serving(const Status& local) {
+  const int mine = local.ok() ? INT32_MAX : topology_.rank;
+  int first = INT32_MAX;
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (Status s = mpi::from_mpi(MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm_, &request),
+                               "MPI_Iallreduce");
+      !s.ok()) {
+    return s;
+  }
+  for (;;) {
+    int done = 0;
+    if (Status s = mpi::from_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        !s.ok()) {
+      return s;
+    }
+    if (done != 0) break;
+    // Answers other ranks' requests (MPI transport; with UCX the progress thread still does).
+    if (impl_->messenger == nullptr || !impl_->messenger->poll()) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));  // pacing, not ordering
+    }
+  }
+  if (first == INT32_MAX) return {};
+  if (!local.ok()) return local;
+  return {Errc::kUnavailable, 0, "rank " + std::to_string(first) + " could not close larder"};
 }
 
 Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& config) {

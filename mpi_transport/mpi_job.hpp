@@ -49,6 +49,12 @@ class MpiJob {
   // Sums `values` over all ranks, in place, on every rank.
   Status sum(std::span<std::uint64_t> values);
   Status agree(const Status& local) { return agree(comm_, local); }
+  // agree() at the end of the job, on the closing thread, once the progress thread no longer
+  // calls MPI (stop_mpi_polling): a non-blocking allreduce, and Larder's messages are received
+  // and answered while it is incomplete. A rank that finishes first must still answer the others'
+  // requests (a wait registered with it, a watch of a key it homes) until every rank has stopped
+  // reading; a blocking allreduce there left them waiting until LARDER_TIMEOUT.
+  Status agree_while_serving(const Status& local);
   // Sums the snapshots of all ranks, with the per-rank distributions of the load (skew, from
   // `load` and each rank's own counters); the result is meaningful on rank 0.
   Result<StatsSnapshot> reduce_stats(const StatsSnapshot& mine, const PeerLoad* load);

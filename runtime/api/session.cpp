@@ -334,8 +334,11 @@ Status Session::close_mpi() {
   MpiJob& mpi = *mpi_;
   // Freeing windows and the transport is collective: a rank with a read still in flight keeps
   // them, so every rank does (the agreement makes the choice uniform).
+  // Until every rank is here, others may still be reading and need this rank's answers.
   const bool all_drained =
-      mpi.agree(unmap_allowed_ ? Status() : Status(Errc::kUnavailable, 0, "reads in flight")).ok();
+      mpi.agree_while_serving(unmap_allowed_ ? Status()
+                                             : Status(Errc::kUnavailable, 0, "reads in flight"))
+          .ok();
   Status result;
   auto totals = mpi.reduce_stats(stats_.snapshot(), load_.get());
   if (!totals.ok()) result = totals.status();
