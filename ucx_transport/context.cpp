@@ -1,5 +1,6 @@
 #include "ucx_transport/context.hpp"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "ucx_transport/ucx_status.hpp"
@@ -10,6 +11,20 @@ Result<ContextPtr> create_context() {
   ucp_config_t* config = nullptr;
   if (Status s = from_ucs(ucp_config_read("LARDER", nullptr, &config), "ucp_config_read"); !s.ok())
     return s;
+  // The worker is shared by the progress thread and the reading threads. UCX guards a
+  // multi-threaded worker with a spinlock by default; with more threads than cores (every rank's
+  // progress thread beside its readers) a waiter spins while the holder is not running. Measured
+  // on 2 cores, 8 ranks (docs/benchmarks.md): 17 % of all CPU in pthread_spin_lock, and a tree's
+  // cold pass 3.4-3.7 s with the spinlock against 2.1-2.5 s with a mutex. So a mutex, unless the
+  // user chose (LARDER_UCX_USE_MT_MUTEX or UCX_USE_MT_MUTEX).
+  if (std::getenv("LARDER_UCX_USE_MT_MUTEX") == nullptr &&
+      std::getenv("UCX_USE_MT_MUTEX") == nullptr) {
+    if (Status s = from_ucs(ucp_config_modify(config, "USE_MT_MUTEX", "y"), "ucp_config_modify");
+        !s.ok()) {
+      ucp_config_release(config);
+      return s;
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
