@@ -43,6 +43,18 @@ struct MpiJob::Impl {
 MpiJob::MpiJob() : impl_(std::make_unique<Impl>()) {}
 MpiJob::~MpiJob() = default;
 
+namespace {
+
+// The outcome of an agreement: `first` is the lowest failing rank (INT32_MAX: none failed).
+Status verdict(int first, const Status& local, const char* step) {
+  if (first == INT32_MAX) return {};
+  if (!local.ok()) return local;
+  return {Errc::kUnavailable, 0,
+          "rank " + std::to_string(first) + " could not " + step + " larder"};
+}
+
+}  // namespace
+
 Status MpiJob::agree(MPI_Comm comm, const Status& local) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -54,9 +66,7 @@ Status MpiJob::agree(MPI_Comm comm, const Status& local) {
       !s.ok()) {
     return s;
   }
-  if (first == INT32_MAX) return {};
-  if (!local.ok()) return local;
-  return {Errc::kUnavailable, 0, "rank " + std::to_string(first) + " could not start larder"};
+  return verdict(first, local, "start");
 }
 
 Status MpiJob::agree_while_serving(const Status& local) {
@@ -80,9 +90,7 @@ Status MpiJob::agree_while_serving(const Status& local) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));  // pacing, not ordering
     }
   }
-  if (first == INT32_MAX) return {};
-  if (!local.ok()) return local;
-  return {Errc::kUnavailable, 0, "rank " + std::to_string(first) + " could not close larder"};
+  return verdict(first, local, "close");
 }
 
 Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& config) {
