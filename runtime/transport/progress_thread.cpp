@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "runtime/common/log.hpp"
@@ -20,6 +21,10 @@ std::int64_t now_ns() noexcept {
 }
 
 constexpr std::int64_t kActivityWindowNs = 50'000'000;  // eager polling lasts 50 ms after activity
+
+// When every source wakes the thread through its descriptor, the timeout is only a safety net
+// against an event that never comes: this long (or the idle interval, if longer), never a hang.
+constexpr auto kEventSafetyNet = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -77,8 +82,16 @@ void ProgressThread::sleep(std::chrono::microseconds timeout) {
   }
 }
 
+bool ProgressThread::event_driven() const noexcept {
+  return wake_fd_.valid() && std::all_of(sources_.begin(), sources_.end(),
+                                         [](const ProgressSource& s) { return s.event_fd >= 0; });
+}
+
 void ProgressThread::run() {
   pthread_setname_np(pthread_self(), "larder-progress");
+  // Timed polling costs CPU on every rank of the node (each wake-up is a context switch, the
+  // ranks' threads share the cores): only a source without a descriptor (MPI) needs it.
+  const bool evented = event_driven();
   auto interval = busy_interval_;
   while (!stopping_.load(std::memory_order_acquire)) {
     bool worked = false;
@@ -93,6 +106,11 @@ void ProgressThread::run() {
     if (worked) {
       interval = busy_interval_;
       continue;  // drain: UCX must be progressed until idle before it can be armed
+    }
+    if (evented) {
+      sleep(std::max(idle_interval_,
+                     std::chrono::duration_cast<std::chrono::microseconds>(kEventSafetyNet)));
+      continue;
     }
     const bool recent =
         now_ns() - last_activity_ns_.load(std::memory_order_relaxed) < kActivityWindowNs;

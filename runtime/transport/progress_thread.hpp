@@ -2,9 +2,10 @@
 // target this rank complete while the application is busy outside MPI.
 //
 // It never spins. After each pass it sleeps in ppoll(2) on the event descriptors of the sources
-// that have one (UCX arms its worker and sleeps on its event fd) and on its own wake-up eventfd,
-// with a timeout for the sources that must be polled (MPI has no event descriptor): short after
-// recent activity (`busy_interval`), backing off exponentially to `idle_interval`.
+// that have one (UCX arms its worker and sleeps on its event fd) and on its own wake-up eventfd.
+// When every source has a descriptor (the UCX transport) it sleeps until one fires (with a
+// 100 ms safety net); when one must be polled (MPI has no event descriptor) the timeout is short
+// after recent activity (`busy_interval`), backing off exponentially to `idle_interval`.
 #ifndef LARDER_RUNTIME_TRANSPORT_PROGRESS_THREAD_HPP_
 #define LARDER_RUNTIME_TRANSPORT_PROGRESS_THREAD_HPP_
 
@@ -42,6 +43,8 @@ class ProgressThread {
   // Reads are under way in this rank: poll eagerly for a while. Lock-free.
   void notify_activity() noexcept;
   std::uint64_t passes() const noexcept { return passes_.load(std::memory_order_relaxed); }
+  // Every source has an event descriptor (and the wake-up eventfd exists): no timed polling.
+  bool event_driven() const noexcept;
 
  private:
   void run();
