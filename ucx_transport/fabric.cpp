@@ -124,7 +124,7 @@ Result<Peer*> Fabric::connected_peer(int rank) {
     address = std::move(*dead);
     LARDER_LOG_WARN("fault injection: the endpoint to rank {} goes to a dead worker", rank);
   }
-  if (Status s = p->connect(worker_.get(), address, &closing_); !s.ok()) {
+  if (Status s = p->connect(worker_.get(), address, &closing_, rank == rank_); !s.ok()) {
     p->mark_failed();
     return s;
   }

@@ -24,15 +24,17 @@ Peer::~Peer() {
 }
 
 Status Peer::connect(ucp_worker_h worker, const std::vector<std::byte>& address,
-                     const std::atomic<bool>* closing) {
+                     const std::atomic<bool>* closing, bool to_self) {
   closing_ = closing;
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   params.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  params.err_handler.cb = &on_endpoint_error;
-  params.err_handler.arg = this;
+  if (!to_self) {
+    params.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_handler.cb = &on_endpoint_error;
+    params.err_handler.arg = this;
+  }
   ucp_ep_h ep = nullptr;
   if (Status s = from_ucs(ucp_ep_create(worker, &params, &ep), "ucp_ep_create"); !s.ok()) return s;
   ep_ = ep;

@@ -36,8 +36,12 @@ class Peer {
   // mark_failed(), and unpacks the keys. Not thread-safe: the fabric serialises set-up.
   // `closing` (the fabric's) says the job is ending: a failure then is the peer closing in order,
   // logged at debug level; before, it is a warning, once for this peer.
+  // `to_self`: the rank's endpoint to its own worker, made without peer-failure handling (a rank
+  // cannot lose itself), so that UCX may choose its in-process `self` transport for it: the
+  // transports that handle peer failures are network ones (TCP loopback here), and the rank's own
+  // directory shard is its most used target (docs/transports.md).
   Status connect(ucp_worker_h worker, const std::vector<std::byte>& address,
-                 const std::atomic<bool>* closing);
+                 const std::atomic<bool>* closing, bool to_self);
   bool connected() const noexcept { return ep_ != nullptr; }
   ucp_ep_h endpoint() const noexcept { return ep_; }
   ucp_rkey_h rkey(Tier tier) const noexcept { return rkeys_[static_cast<int>(tier)]; }

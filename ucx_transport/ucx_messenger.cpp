@@ -78,17 +78,21 @@ ucs_status_t UcxMessenger::receive(void* arg, const void* header, std::size_t he
   if (in.channel <= 0 || in.channel >= kChannelCount) return UCS_OK;
   const auto* bytes = static_cast<const std::byte*>(data) + sizeof in.channel;
   in.body.assign(bytes, bytes + (length - sizeof in.channel));
+  self->enqueue(std::move(in));
+  return UCS_OK;
+}
+
+void UcxMessenger::enqueue(Incoming in) {
   bool was_empty = false;
   {
-    std::lock_guard lock(self->queue_mu_);
-    was_empty = self->queue_.empty();
-    self->queue_.push_back(std::move(in));
+    std::lock_guard lock(queue_mu_);
+    was_empty = queue_.empty();
+    queue_.push_back(std::move(in));
   }
   if (was_empty) {
     const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = sys::write(self->wake_fd_.get(), &one, sizeof one);
+    [[maybe_unused]] const ssize_t n = sys::write(wake_fd_.get(), &one, sizeof one);
   }
-  return UCS_OK;
 }
 
 bool UcxMessenger::dispatch() {
@@ -119,6 +123,16 @@ bool UcxMessenger::arm() {
 Status UcxMessenger::send(int to, Channel channel, std::span<const std::byte> body) {
   if (body.size() > kMaxMessage) {
     return {Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage"};
+  }
+  if (to == fabric_.rank()) {
+    // To this rank: queued here, run by the progress thread like any message, whatever
+    // transport UCX chose for the rank's endpoint to itself.
+    Incoming in;
+    in.from = to;
+    in.channel = static_cast<std::int32_t>(channel);
+    in.body.assign(body.begin(), body.end());
+    enqueue(std::move(in));
+    return {};
   }
   auto peer = fabric_.connected_peer(to);
   if (!peer.ok()) return peer.status();

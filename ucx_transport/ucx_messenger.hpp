@@ -56,6 +56,8 @@ class UcxMessenger final : public Messenger {
   explicit UcxMessenger(Fabric& fabric) : fabric_(fabric) {}
   static ucs_status_t receive(void* arg, const void* header, std::size_t header_length, void* data,
                               std::size_t length, const ucp_am_recv_param_t* param);
+  // Queues a message for dispatch() and wakes the progress thread.
+  void enqueue(Incoming in);
 
   Fabric& fabric_;
   std::array<Handler, kChannelCount> handlers_;  // set before the session starts, then read-only
