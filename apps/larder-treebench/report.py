@@ -62,9 +62,16 @@ def one(args, work, tree, n, preload):
             env_vars["LARDER_NODE_SIZE"] = str(args.node_size)
     program = [os.path.join(args.build, "bin/larder-treebench"), "read", tree, "--passes",
                str(args.passes), "--json", out]
+    if preload and args.netns:
+        # Larder's bytes cross the hosts' veths (TCP), whatever the MPI library uses.
+        env_vars.setdefault("LARDER_UCX_TLS", os.environ.get("LARDER_UCX_TLS", "tcp,self"))
     cmd, extra = mpiexec(args, n, program, env_vars)
     env = dict(os.environ, **extra)
     if args.netns:
+        # The MPI library's own UCX on shared memory (the namespace hosts share one machine):
+        # MPICH 4.0.2 with ranks of one host over TCP (cluster.sh's default) left a rank killed
+        # or hanging in MPI_Finalize at 8 ranks on 4 hosts, plain runs included.
+        env.setdefault("LARDER_NETNS_UCX_TLS", "self,sysv,posix")
         env.update(env_vars)
     if args.mpi == "openmpi":
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
