@@ -1,7 +1,11 @@
 #include "ucx_transport/context.hpp"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
+#include <string>
 
 #include "ucx_transport/ucx_status.hpp"
 
@@ -67,6 +71,32 @@ Result<std::vector<std::byte>> worker_address(ucp_worker_h worker) {
   std::memcpy(out.data(), address, length);
   ucp_worker_release_address(worker, address);
   return out;
+}
+
+Result<bool> has_hardware_rma(ucp_context_h context) {
+  char* text = nullptr;
+  std::size_t length = 0;
+  std::FILE* stream = ::open_memstream(&text, &length);
+  if (stream == nullptr) return from_errno(errno, "open_memstream");
+  ucp_context_print_info(context, stream);
+  if (std::fclose(stream) != 0) {
+    std::free(text);
+    return from_errno(errno, "open_memstream");
+  }
+  std::istringstream lines(std::string(text, length));
+  std::free(text);
+  // "#      resource 1  :  md 1  dev 1  flags -- tcp/lo"
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find("resource") == std::string::npos) continue;
+    const std::size_t dashes = line.find("-- ");
+    if (dashes == std::string::npos) continue;
+    const std::string tl = line.substr(dashes + 3, line.find('/', dashes) - dashes - 3);
+    for (const char* hw : {"rc", "dc", "ugni", "gga"}) {
+      if (tl.rfind(hw, 0) == 0) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace larder::ucx

@@ -30,6 +30,10 @@ Result<ContextPtr> create_context();
 Result<WorkerPtr> create_worker(ucp_context_h context);
 // The worker's address, as bytes to exchange.
 Result<std::vector<std::byte>> worker_address(ucp_worker_h worker);
+// Whether the context has a transport that does one-sided operations and atomics in the network
+// adapter (InfiniBand/RoCE rc and dc, Cray ugni, gga), without the target's CPU. Read from the
+// resources ucp_context_print_info lists (UCX has no query for it).
+Result<bool> has_hardware_rma(ucp_context_h context);
 
 }  // namespace larder::ucx
 

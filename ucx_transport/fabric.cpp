@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "runtime/common/log.hpp"
+#include "runtime/directory/message_shards.hpp"
 #include "ucx_transport/ucx_messenger.hpp"
 #include "ucx_transport/ucx_shards.hpp"
 #include "ucx_transport/ucx_status.hpp"
@@ -61,7 +62,30 @@ Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& 
       local = messenger.status();
     }
   }
+  bool as_messages = false;
   if (shard_bytes > 0) {
+    // Collective: every rank takes part, even one whose UCX failed. RMA only if every rank can
+    // do it in hardware (or the user asked for it): the shards are one kind or the other.
+    int hardware = options.directory_ops == DirectoryOps::kRma ? 1 : 0;
+    if (options.directory_ops == DirectoryOps::kAuto && local.ok()) {
+      auto found = has_hardware_rma(t->context_.get());
+      hardware = found.ok() && *found ? 1 : 0;
+    }
+    int everywhere = 0;
+    if (MPI_Allreduce(&hardware, &everywhere, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+      if (local.ok()) local = Status(Errc::kTransport, 0, "MPI_Allreduce failed");
+    }
+    as_messages = everywhere == 0;
+  }
+  if (shard_bytes > 0 && as_messages) {
+    if (local.ok()) {
+      Fabric* fabric = t.get();
+      t->message_shards_ = std::make_unique<MessageShards>(
+          t->rank_, t->size_, shard_bytes, *t->messenger_, options.timeout,
+          [fabric](int rank) { return fabric->peer_failed(rank); },
+          [fabric](int rank) { fabric->give_up(rank); });
+    }
+  } else if (shard_bytes > 0) {
     // Collective: every rank takes part, even one whose UCX failed.
     auto shards = UcxShards::create(comm, *t, local.ok() ? shard_bytes : 0);
     if (shards.ok()) {
@@ -371,7 +395,25 @@ Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {
 }
 
 ShardOps* Fabric::shards() noexcept {
+  if (message_shards_) return message_shards_.get();
   return shards_.get();
+}
+
+void Fabric::give_up(int rank) {
+  if (rank < 0 || rank >= size_ || rank == rank_) return;  // a rank always reaches itself
+  Peer* p = nullptr;
+  {
+    std::shared_lock lock(peers_mu_);
+    p = peers_[static_cast<std::size_t>(rank)].get();
+  }
+  if (p != nullptr && !p->failed()) fail_peer(*p);
+}
+
+bool Fabric::peer_failed(int rank) {
+  if (rank < 0 || rank >= size_) return true;
+  std::shared_lock lock(peers_mu_);
+  const Peer* p = peers_[static_cast<std::size_t>(rank)].get();
+  return p == nullptr || p->failed();
 }
 
 Messenger* Fabric::messenger() noexcept {
@@ -383,6 +425,7 @@ Status Fabric::close() {
   closed_ = true;
   if (shards_) shards_->close();  // remote keys before the endpoints go
   shards_.reset();
+  message_shards_.reset();  // its handlers are the messenger's
   messenger_.reset();
   std::unique_lock lock(peers_mu_);
   for (auto& peer : peers_) {

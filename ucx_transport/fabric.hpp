@@ -28,6 +28,10 @@
 #include "ucx_transport/peer.hpp"
 #include "ucx_transport/ucx_factory.hpp"
 
+namespace larder {
+class MessageShards;
+}  // namespace larder
+
 namespace larder::ucx {
 
 // The state a request's completion callback shares with the thread waiting for it.
@@ -70,6 +74,12 @@ class Fabric final : public ClosableTransport {
   int size() const noexcept { return size_; }
   // The connected peer, connecting on first use; null with a Status when it cannot be used.
   Result<Peer*> connected_peer(int rank);
+  // True once the endpoint to `rank` has failed (a peer error, a timed-out get).
+  bool peer_failed(int rank);
+  // Treats `rank` as failed from now on (it did not answer): its endpoint is closed.
+  void give_up(int rank);
+  // True when the directory's operations travel as messages (MessageShards), not UCX RMA.
+  bool directory_as_messages() const noexcept { return message_shards_ != nullptr; }
   // Waits for `request` (issued with `completion` as its user data) and frees it: the calling
   // thread progresses the worker for a while, then the progress thread completes it. A request
   // that takes longer than the timeout fails the peer.
@@ -102,6 +112,7 @@ class Fabric final : public ClosableTransport {
   // Made after the endpoints' information, released before the endpoints (close()).
   std::unique_ptr<class UcxShards> shards_;
   std::unique_ptr<class UcxMessenger> messenger_;
+  std::unique_ptr<MessageShards> message_shards_;  // instead of shards_ (LARDER_DIRECTORY_OPS)
   bool closed_ = false;
   std::atomic<bool> closing_{false};  // release/acquire: read by endpoint error handlers
 };

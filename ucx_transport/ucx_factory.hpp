@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "runtime/config/config.hpp"
 #include "runtime/directory/shard_ops.hpp"
 #include "runtime/tier/local_tiers.hpp"
 #include "runtime/transport/messenger.hpp"
@@ -35,6 +36,9 @@ struct UcxOptions {
   // Testing only (Seams::ucx_dead_peer): this rank's endpoint to that rank is connected to a
   // dead worker, so every get from it fails the way a dead peer's would. -1: none.
   int fault_peer = -1;
+  // How the directory's operations reach other ranks' shards (LARDER_DIRECTORY_OPS); `auto` is
+  // decided by every rank together (rma only if every rank has a hardware one-sided transport).
+  DirectoryOps directory_ops = DirectoryOps::kAuto;
 };
 
 // Collective over `comm`: creates the UCX context and worker, registers the arenas, allocates

@@ -19,13 +19,21 @@ namespace {
 struct Outgoing {
   std::int32_t from = -1;
   std::vector<std::byte> body;
+  Peer* peer = nullptr;  // outlives the request: endpoints close after the messenger
 };
 
 // The active-message id of every Larder message (the channel travels in the body).
 constexpr unsigned kAmId = 1;
 
-void on_sent(void* request, ucs_status_t /*status*/, void* user_data) {
-  delete static_cast<Outgoing*>(user_data);
+void on_sent(void* request, ucs_status_t status, void* user_data) {
+  auto* out = static_cast<Outgoing*>(user_data);
+  // A message that could not be delivered means the peer is gone (an endpoint to a dead worker
+  // fails its sends without always calling the endpoint's error handler): later messages and
+  // operations to it fail at once, and whoever waits for its answer stops waiting.
+  if (status != UCS_OK && status != UCS_ERR_CANCELED && out->peer != nullptr) {
+    out->peer->mark_failed();
+  }
+  delete out;
   ucp_request_free(request);
 }
 
@@ -138,6 +146,7 @@ Status UcxMessenger::send(int to, Channel channel, std::span<const std::byte> bo
   if (!peer.ok()) return peer.status();
   auto out = std::make_unique<Outgoing>();
   out->from = fabric_.rank();
+  out->peer = *peer;
   const auto tag = static_cast<std::int32_t>(channel);
   out->body.resize(sizeof tag + body.size());
   std::memcpy(out->body.data(), &tag, sizeof tag);
@@ -155,7 +164,10 @@ Status UcxMessenger::send(int to, Channel channel, std::span<const std::byte> bo
     req = ucp_am_send_nbx((*peer)->endpoint(), kAmId, &out->from, sizeof out->from,
                           out->body.data(), out->body.size(), &param);
   }
-  if (UCS_PTR_IS_ERR(req)) return from_ucs(UCS_PTR_STATUS(req), "ucp_am_send_nbx");
+  if (UCS_PTR_IS_ERR(req)) {
+    (*peer)->mark_failed();
+    return from_ucs(UCS_PTR_STATUS(req), "ucp_am_send_nbx");
+  }
   if (req != nullptr) (void)out.release();  // on_sent frees it and the request
   return {};
 }

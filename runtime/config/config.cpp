@@ -132,6 +132,17 @@ Result<Config> Config::parse(const Lookup& lookup) {
       return bad("LARDER_TRANSPORT", *v, "ucx or mpi");
     }
   }
+  if (auto v = get("LARDER_DIRECTORY_OPS")) {
+    if (*v == "auto") {
+      c.directory_ops = DirectoryOps::kAuto;
+    } else if (*v == "rma") {
+      c.directory_ops = DirectoryOps::kRma;
+    } else if (*v == "messages") {
+      c.directory_ops = DirectoryOps::kMessages;
+    } else {
+      return bad("LARDER_DIRECTORY_OPS", *v, "auto, rma or messages");
+    }
+  }
   if (auto v = get("LARDER_STATS")) c.stats_path = std::string(*v);
   if (auto v = get("LARDER_LOG")) {
     auto level = log::parse_level(*v);

@@ -17,6 +17,11 @@
 namespace larder {
 
 enum class TransportKind : std::uint8_t { kUcx, kMpi };
+// How the directory's operations reach a shard on another rank (docs/protocol.md, "Directory
+// operations as messages"): `rma`, one-sided UCX operations (atomics in the network adapter on
+// RDMA fabrics); `messages`, batched into one message per home per flush and applied by the home;
+// `auto`, rma where Larder's UCX has a hardware one-sided transport, else messages.
+enum class DirectoryOps : std::uint8_t { kAuto, kRma, kMessages };
 // What a produced file leaves on the PFS (docs/user-guide.md, "Producing files"): `through`
 // writes it there too when it is published (nothing is lost if the job dies), `local` keeps it
 // on its node only (gone at the end of the job, as DYAD does).
@@ -28,16 +33,17 @@ struct Config {
   std::vector<std::string> produce;                  // LARDER_PRODUCE: write once, read many
   ProduceMode produce_mode = ProduceMode::kThrough;  // LARDER_PRODUCE_MODE
   std::uint64_t mem_budget = 0;                      // LARDER_MEM, bytes per node
-  std::uint64_t disk_budget = 0;                   // LARDER_DISK, bytes per node (0: no disk tier)
-  std::uint64_t chunk_size = 4ull << 20;           // LARDER_CHUNK
-  std::string local_dir = "/tmp";                  // LARDER_DIR: node-local directory (disk tier)
-  std::string shm_dir = "/dev/shm";                // LARDER_SHM_DIR: where memory arenas live
-  TransportKind transport = TransportKind::kUcx;   // LARDER_TRANSPORT
-  std::string stats_path;                          // LARDER_STATS (empty: no JSON)
-  log::Level log_level = log::Level::kWarn;        // LARDER_LOG
-  int node_size = 0;                               // LARDER_NODE_SIZE (0: real nodes)
-  std::uint32_t dir_slots = 1u << 16;              // LARDER_DIR_SLOTS, per rank
-  std::chrono::milliseconds wait_timeout{60'000};  // LARDER_TIMEOUT, seconds in the env
+  std::uint64_t disk_budget = 0;                  // LARDER_DISK, bytes per node (0: no disk tier)
+  std::uint64_t chunk_size = 4ull << 20;          // LARDER_CHUNK
+  std::string local_dir = "/tmp";                 // LARDER_DIR: node-local directory (disk tier)
+  std::string shm_dir = "/dev/shm";               // LARDER_SHM_DIR: where memory arenas live
+  TransportKind transport = TransportKind::kUcx;  // LARDER_TRANSPORT
+  DirectoryOps directory_ops = DirectoryOps::kAuto;  // LARDER_DIRECTORY_OPS (UCX transport)
+  std::string stats_path;                            // LARDER_STATS (empty: no JSON)
+  log::Level log_level = log::Level::kWarn;          // LARDER_LOG
+  int node_size = 0;                                 // LARDER_NODE_SIZE (0: real nodes)
+  std::uint32_t dir_slots = 1u << 16;                // LARDER_DIR_SLOTS, per rank
+  std::chrono::milliseconds wait_timeout{60'000};    // LARDER_TIMEOUT, seconds in the env
   // LARDER_REVALIDATE: an answer about a path older than this is checked against the PFS again
   // (one stat per node) before it is used; 0: never (the job's first answer holds for the job).
   std::chrono::seconds revalidate{60};

@@ -23,8 +23,10 @@ enum class Channel : int {
   kWaitNotify = 2,     // entries are final: outcome and payload (to each registered waiter)
   kWatchRegister = 3,  // "tell me when these entries are final" (to their home: nobody claimed)
   kWatchFinal = 4,     // these watched entries are final (claimer to home): the notices
+  kShardRequest = 5,   // directory operations on the receiver's shard (MessageShards)
+  kShardReply = 6,     // their results
 };
-inline constexpr int kChannelCount = 5;
+inline constexpr int kChannelCount = 7;
 inline constexpr std::size_t kMaxMessage = 4096;
 
 class Messenger {

@@ -35,6 +35,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
                   {"LARDER_CHUNK", "1M"},
                   {"LARDER_DIR", "/local/scratch/"},
                   {"LARDER_TRANSPORT", "mpi"},
+                  {"LARDER_DIRECTORY_OPS", "messages"},
                   {"LARDER_STATS", "/tmp/stats.json"},
                   {"LARDER_LOG", "debug"},
                   {"LARDER_NODE_SIZE", "2"},
@@ -51,12 +52,25 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(c->chunk_size, 1u << 20);
   EXPECT_EQ(c->local_dir, "/local/scratch");
   EXPECT_EQ(c->transport, TransportKind::kMpi);
+  EXPECT_EQ(c->directory_ops, DirectoryOps::kMessages);
   EXPECT_EQ(c->stats_path, "/tmp/stats.json");
   EXPECT_EQ(c->log_level, log::Level::kDebug);
   EXPECT_EQ(c->node_size, 2);
   EXPECT_EQ(c->dir_slots, 1024u);
   EXPECT_EQ(c->wait_timeout, std::chrono::seconds(5));
   EXPECT_EQ(c->revalidate, std::chrono::seconds(0));
+}
+
+TEST(ConfigTest, DirectoryOpsDefaultToAutoAndAcceptEachMode) {
+  auto none = parse({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->directory_ops, DirectoryOps::kAuto);
+  auto rma = parse({{"LARDER_DIRECTORY_OPS", "rma"}});
+  ASSERT_TRUE(rma.ok());
+  EXPECT_EQ(rma->directory_ops, DirectoryOps::kRma);
+  auto automatic = parse({{"LARDER_DIRECTORY_OPS", "auto"}});
+  ASSERT_TRUE(automatic.ok());
+  EXPECT_EQ(automatic->directory_ops, DirectoryOps::kAuto);
 }
 
 TEST(ConfigTest, DisableIsExplicitNotJustSet) {
@@ -100,6 +114,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_CHUNK", "0", "multiple of 4K"},
                       BadCase{"LARDER_DIR", "scratch", "absolute directory path"},
                       BadCase{"LARDER_TRANSPORT", "tcp", "ucx or mpi"},
+                      BadCase{"LARDER_DIRECTORY_OPS", "rpc", "auto, rma or messages"},
                       BadCase{"LARDER_LOG", "verbose", "off, error, warn, info, debug or trace"},
                       BadCase{"LARDER_NODE_SIZE", "-1", "positive rank count"},
                       BadCase{"LARDER_NODE_SIZE", "two", "positive rank count"},
