@@ -1,5 +1,7 @@
 #include "runtime/directory/message_shards.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -7,6 +9,7 @@
 #include <string>
 
 #include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
 
 namespace larder {
 namespace {
@@ -72,7 +75,7 @@ MessageShards::MessageShards(int rank, int size, std::size_t bytes, Messenger& m
                              std::function<bool(int)> peer_failed, std::function<void(int)> give_up)
     : rank_(rank),
       size_(size),
-      words_(bytes / 8, 0),
+      shard_(bytes / 8 * 8),
       messenger_(messenger),
       timeout_(timeout),
       peer_failed_(std::move(peer_failed)),
@@ -84,6 +87,26 @@ MessageShards::MessageShards(int rank, int size, std::size_t bytes, Messenger& m
 }
 
 MessageShards::~MessageShards() = default;
+
+MessageShards::Shard::Shard(std::size_t size) {
+  if (size == 0) return;
+  void* p = sys::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    LARDER_LOG_WARN(
+        "cannot map a directory shard of {} bytes: {}; lookups homed on this rank "
+        "read the file system",
+        size, log::errno_text(errno));
+    return;
+  }
+  words = static_cast<std::uint64_t*>(p);
+  bytes = size;
+}
+
+MessageShards::Shard::~Shard() {
+  if (words != nullptr && sys::munmap(words, bytes) != 0) {
+    LARDER_LOG_WARN("cannot unmap a directory shard: {}", log::errno_text(errno));
+  }
+}
 
 Status MessageShards::queue(Op op) {
   if (op.target < 0 || op.target >= size_) {
@@ -131,7 +154,7 @@ Status MessageShards::flush_all() {
 }
 
 bool MessageShards::apply(std::span<const Op> ops) noexcept {
-  const std::size_t shard = words_.size() * 8;
+  const std::size_t shard = shard_.bytes;
   for (const Op& op : ops) {
     const std::size_t span = op.kind == Kind::kGet || op.kind == Kind::kPut ? op.bytes : 8;
     if (op.disp % 8 != 0 || span % 8 != 0 || op.disp > shard || span > shard - op.disp) {
@@ -139,7 +162,7 @@ bool MessageShards::apply(std::span<const Op> ops) noexcept {
     }
   }
   for (const Op& op : ops) {
-    std::uint64_t* word = words_.data() + op.disp / 8;
+    std::uint64_t* word = shard_.words + op.disp / 8;
     switch (op.kind) {
       case Kind::kCas: {
         std::uint64_t seen = op.b;

@@ -90,7 +90,18 @@ class MessageShards final : public ShardOps {
 
   const int rank_;
   const int size_;
-  std::vector<std::uint64_t> words_;  // the shard; accessed through std::atomic_ref only
+  // The shard: anonymous zero pages, resident only where written (a vector's zero fill would make
+  // all of it resident at once: 9 MiB per rank at the default LARDER_DIR_SLOTS); accessed through
+  // std::atomic_ref only. Empty if the mapping failed (every operation is then refused).
+  struct Shard {
+    explicit Shard(std::size_t bytes);
+    Shard(const Shard&) = delete;
+    Shard& operator=(const Shard&) = delete;
+    ~Shard();
+    std::uint64_t* words = nullptr;
+    std::size_t bytes = 0;
+  };
+  Shard shard_;
   Messenger& messenger_;
   const std::chrono::milliseconds timeout_;
   const std::function<bool(int)> peer_failed_;
