@@ -48,6 +48,7 @@ void ProgressThread::add(ProgressSource source) {
 }
 
 void ProgressThread::start() {
+  evented_.store(event_driven(), std::memory_order_relaxed);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -61,6 +62,8 @@ void ProgressThread::stop() {
 }
 
 void ProgressThread::notify_activity() noexcept {
+  // Called on every read: without a polled source nothing uses it, so no clock read either.
+  if (evented_.load(std::memory_order_relaxed)) return;
   last_activity_ns_.store(now_ns(), std::memory_order_relaxed);
 }
 
@@ -91,7 +94,7 @@ void ProgressThread::run() {
   pthread_setname_np(pthread_self(), "larder-progress");
   // Timed polling costs CPU on every rank of the node (each wake-up is a context switch, the
   // ranks' threads share the cores): only a source without a descriptor (MPI) needs it.
-  const bool evented = event_driven();
+  const bool evented = evented_.load(std::memory_order_relaxed);
   auto interval = busy_interval_;
   while (!stopping_.load(std::memory_order_acquire)) {
     bool worked = false;

@@ -55,6 +55,7 @@ class ProgressThread {
   std::vector<ProgressSource> sources_;
   UniqueFd wake_fd_;                               // eventfd: stop() writes to it
   std::atomic<bool> stopping_{false};              // release/acquire with wake_fd_
+  std::atomic<bool> evented_{false};               // event_driven(), fixed at start()
   std::atomic<std::int64_t> last_activity_ns_{0};  // relaxed: a hint
   std::atomic<std::uint64_t> passes_{0};           // relaxed: statistics
   std::thread thread_;
