@@ -250,6 +250,7 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
     options.timeout = config.wait_timeout;
     options.fault_peer = ucx_dead_peer;
     options.directory_ops = config.directory_ops;
+    options.remote_reads = config.remote_reads;
     auto ucx = make_ucx_transport(comm_, tiers, options, shard_bytes);
     // A rank whose UCX could not start makes every rank use MPI, so the choice is uniform.
     Status agreed = agree(ucx.ok() ? Status() : ucx.status());

@@ -99,4 +99,43 @@ Result<bool> has_hardware_rma(ucp_context_h context) {
   return false;
 }
 
+Result<AmHandler> AmHandler::set(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t callback,
+                                 void* arg) {
+  ucp_am_handler_param_t param{};
+  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                     UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  param.id = id;
+  param.cb = callback;
+  param.arg = arg;
+  if (Status s = from_ucs(ucp_worker_set_am_recv_handler(worker, &param),
+                          "ucp_worker_set_am_recv_handler");
+      !s.ok()) {
+    return s;
+  }
+  AmHandler h;
+  h.worker_ = worker;
+  h.id_ = id;
+  return h;
+}
+
+AmHandler& AmHandler::operator=(AmHandler&& other) noexcept {
+  if (this != &other) {
+    unset();
+    worker_ = other.worker_;
+    id_ = other.id_;
+    other.worker_ = nullptr;
+  }
+  return *this;
+}
+
+void AmHandler::unset() noexcept {
+  if (worker_ == nullptr) return;
+  ucp_am_handler_param_t param{};
+  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB;
+  param.id = id_;
+  param.cb = nullptr;
+  (void)ucp_worker_set_am_recv_handler(worker_, &param);
+  worker_ = nullptr;
+}
+
 }  // namespace larder::ucx

@@ -35,6 +35,27 @@ Result<std::vector<std::byte>> worker_address(ucp_worker_h worker);
 // resources ucp_context_print_info lists (UCX has no query for it).
 Result<bool> has_hardware_rma(ucp_context_h context);
 
+// An active-message handler set on a worker (which must outlive it); its destruction unsets it,
+// after which messages still arriving with its id are dropped.
+class AmHandler {
+ public:
+  AmHandler() = default;
+  static Result<AmHandler> set(ucp_worker_h worker, unsigned id, ucp_am_recv_callback_t callback,
+                               void* arg);
+  AmHandler(AmHandler&& other) noexcept : worker_(other.worker_), id_(other.id_) {
+    other.worker_ = nullptr;
+  }
+  AmHandler& operator=(AmHandler&& other) noexcept;
+  AmHandler(const AmHandler&) = delete;
+  AmHandler& operator=(const AmHandler&) = delete;
+  ~AmHandler() { unset(); }
+
+ private:
+  void unset() noexcept;
+  ucp_worker_h worker_ = nullptr;
+  unsigned id_ = 0;
+};
+
 }  // namespace larder::ucx
 
 #endif  // LARDER_UCX_TRANSPORT_CONTEXT_HPP_

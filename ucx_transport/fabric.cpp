@@ -8,6 +8,7 @@
 
 #include "runtime/common/log.hpp"
 #include "runtime/directory/message_shards.hpp"
+#include "ucx_transport/message_reads.hpp"
 #include "ucx_transport/ucx_messenger.hpp"
 #include "ucx_transport/ucx_shards.hpp"
 #include "ucx_transport/ucx_status.hpp"
@@ -62,20 +63,34 @@ Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& 
       local = messenger.status();
     }
   }
-  bool as_messages = false;
-  if (shard_bytes > 0) {
-    // Collective: every rank takes part, even one whose UCX failed. RMA only if every rank can
-    // do it in hardware (or the user asked for it): the shards are one kind or the other.
-    int hardware = options.directory_ops == DirectoryOps::kRma ? 1 : 0;
-    if (options.directory_ops == DirectoryOps::kAuto && local.ok()) {
-      auto found = has_hardware_rma(t->context_.get());
-      hardware = found.ok() && *found ? 1 : 0;
+  // Collective: every rank takes part, even one whose UCX failed. One-sided operations only if
+  // every rank can do them in hardware (or the user asked for them): the shards are one kind or
+  // the other, and so are reads.
+  const bool ask =
+      options.directory_ops == DirectoryOps::kAuto || options.remote_reads == RemoteReads::kAuto;
+  int hardware = 0;
+  if (ask && local.ok()) {
+    auto found = has_hardware_rma(t->context_.get());
+    hardware = found.ok() && *found ? 1 : 0;
+  }
+  int everywhere = 0;  // always collective: ranks may have been given different settings
+  if (MPI_Allreduce(&hardware, &everywhere, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
+    if (local.ok()) local = Status(Errc::kTransport, 0, "MPI_Allreduce failed");
+  }
+  auto decide = [everywhere](DirectoryOps asked) {
+    return asked == DirectoryOps::kMessages || (asked == DirectoryOps::kAuto && everywhere == 0);
+  };
+  const bool as_messages = shard_bytes > 0 && decide(options.directory_ops);
+  if (local.ok() && decide(options.remote_reads)) {
+    auto reads = MessageReads::create(*t, *t->messenger_);
+    if (reads.ok()) {
+      t->message_reads_ = std::move(*reads);
+      for (Tier tier : {Tier::kMem, Tier::kDisk}) {
+        t->message_reads_->serve(tier, t->arenas_[static_cast<std::size_t>(tier)]);
+      }
+    } else {
+      local = reads.status();
     }
-    int everywhere = 0;
-    if (MPI_Allreduce(&hardware, &everywhere, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) {
-      if (local.ok()) local = Status(Errc::kTransport, 0, "MPI_Allreduce failed");
-    }
-    as_messages = everywhere == 0;
   }
   if (shard_bytes > 0 && as_messages) {
     if (local.ok()) {
@@ -241,8 +256,7 @@ Status Fabric::get(const GetOp& op) {
   return out;
 }
 
-Result<std::vector<std::byte>> Fabric::expose(std::uint32_t /*segment*/,
-                                              std::span<std::byte> memory) {
+Result<std::vector<std::byte>> Fabric::expose(std::uint32_t segment, std::span<std::byte> memory) {
   if (closing_.load(std::memory_order_acquire) || !context_) {
     return Status(Errc::kUnavailable, 0, "the ucx transport is closing");
   }
@@ -263,6 +277,7 @@ Result<std::vector<std::byte>> Fabric::expose(std::uint32_t /*segment*/,
                       " bytes) does not fit a directory entry");
   }
   desc.insert(desc.end(), packed->begin(), packed->end());
+  if (message_reads_) message_reads_->serve_segment(segment, memory);
   std::lock_guard lock(segments_mu_);
   segment_registrations_.push_back(std::move(*reg));
   return desc;
@@ -291,6 +306,14 @@ Status Fabric::learn(int owner, std::uint32_t segment, std::span<const std::byte
 }
 
 void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
+  if (message_reads_) {
+    if (closing_.load(std::memory_order_acquire)) {
+      for (Status& s : out) s = Status(Errc::kUnavailable, 0, "the ucx transport is closing");
+      return;
+    }
+    message_reads_->get_many(ops, out);
+    return;
+  }
   // Every get is issued first, so that they overlap; then each is waited for.
   struct InFlight {
     Completion c;
@@ -335,6 +358,7 @@ Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {
     std::uint64_t size = arena != nullptr ? arena->capacity() : 0;
     std::vector<std::byte> rkey;
     if (local.ok() && context_ && size > 0) {
+      arenas_[static_cast<std::size_t>(tier)] = std::span(arena->data(), size);
       auto reg = Registration::map(context_.get(), arena->data(), size);
       if (reg.ok()) {
         auto packed = reg->packed_rkey();
@@ -425,6 +449,7 @@ Status Fabric::close() {
   closed_ = true;
   if (shards_) shards_->close();  // remote keys before the endpoints go
   shards_.reset();
+  message_reads_.reset();  // its request handler is the messenger's, its reply handler the worker's
   message_shards_.reset();  // its handlers are the messenger's
   messenger_.reset();
   std::unique_lock lock(peers_mu_);

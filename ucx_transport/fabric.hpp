@@ -1,6 +1,7 @@
 // Fabric: this rank's UCX context and multi-threaded worker, with the arenas registered, and
 // chunk reads with ucp_get_nbx straight from the owner's registered arena into the reader's
-// buffer. Worker addresses, arena addresses and remote keys are exchanged once at init;
+// buffer (or, where UCX does gets in software, as messages: message_reads.hpp). Worker
+// addresses, arena addresses and remote keys are exchanged once at init;
 // endpoints are created on first use and cached. The worker has wake-up (the progress thread
 // sleeps on its event fd) and endpoints report peer failures, so UCX chooses transports that can
 // do both: TCP here, RDMA verbs on InfiniBand/RoCE clusters. Completion is driven by the calling
@@ -16,7 +17,9 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -80,6 +83,9 @@ class Fabric final : public ClosableTransport {
   void give_up(int rank);
   // True when the directory's operations travel as messages (MessageShards), not UCX RMA.
   bool directory_as_messages() const noexcept { return message_shards_ != nullptr; }
+  // True when chunks are read from other ranks as messages (MessageReads), not UCX gets.
+  bool reads_as_messages() const noexcept { return message_reads_ != nullptr; }
+  std::chrono::milliseconds timeout() const noexcept { return options_.timeout; }
   // Waits for `request` (issued with `completion` as its user data) and frees it: the calling
   // thread progresses the worker for a while, then the progress thread completes it. A request
   // that takes longer than the timeout fails the peer.
@@ -112,7 +118,9 @@ class Fabric final : public ClosableTransport {
   // Made after the endpoints' information, released before the endpoints (close()).
   std::unique_ptr<class UcxShards> shards_;
   std::unique_ptr<class UcxMessenger> messenger_;
-  std::unique_ptr<MessageShards> message_shards_;  // instead of shards_ (LARDER_DIRECTORY_OPS)
+  std::unique_ptr<MessageShards> message_shards_;      // instead of shards_ (LARDER_DIRECTORY_OPS)
+  std::unique_ptr<class MessageReads> message_reads_;  // instead of gets (LARDER_REMOTE_READS)
+  std::array<std::span<std::byte>, kTierCount> arenas_{};  // this rank's, as registered
   bool closed_ = false;
   std::atomic<bool> closing_{false};  // release/acquire: read by endpoint error handlers
 };

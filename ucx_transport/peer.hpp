@@ -82,6 +82,21 @@ class Peer {
   const std::atomic<bool>* closing_ = nullptr;
 };
 
+// The completion callback (ucp_send_nbx_callback_t) of a message whose user data is a heap
+// `Message` with a `Peer* peer` member. A message that could not be delivered means the peer is
+// gone (an endpoint to a dead worker fails its sends without always calling the endpoint's error
+// handler): the peer is marked failed, so later messages and operations to it fail at once and
+// whoever waits for its answer stops waiting. Frees the message and the request.
+template <class Message>
+void message_sent(void* request, ucs_status_t status, void* user_data) {
+  auto* message = static_cast<Message*>(user_data);
+  if (status != UCS_OK && status != UCS_ERR_CANCELED && message->peer != nullptr) {
+    message->peer->mark_failed();
+  }
+  delete message;
+  ucp_request_free(request);
+}
+
 }  // namespace larder::ucx
 
 #endif  // LARDER_UCX_TRANSPORT_PEER_HPP_

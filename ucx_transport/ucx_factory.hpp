@@ -39,6 +39,8 @@ struct UcxOptions {
   // How the directory's operations reach other ranks' shards (LARDER_DIRECTORY_OPS); `auto` is
   // decided by every rank together (rma only if every rank has a hardware one-sided transport).
   DirectoryOps directory_ops = DirectoryOps::kAuto;
+  // How chunks are read from other ranks (LARDER_REMOTE_READS), decided the same way.
+  RemoteReads remote_reads = RemoteReads::kAuto;
 };
 
 // Collective over `comm`: creates the UCX context and worker, registers the arenas, allocates

@@ -25,46 +25,16 @@ struct Outgoing {
 // The active-message id of every Larder message (the channel travels in the body).
 constexpr unsigned kAmId = 1;
 
-void on_sent(void* request, ucs_status_t status, void* user_data) {
-  auto* out = static_cast<Outgoing*>(user_data);
-  // A message that could not be delivered means the peer is gone (an endpoint to a dead worker
-  // fails its sends without always calling the endpoint's error handler): later messages and
-  // operations to it fail at once, and whoever waits for its answer stops waiting.
-  if (status != UCS_OK && status != UCS_ERR_CANCELED && out->peer != nullptr) {
-    out->peer->mark_failed();
-  }
-  delete out;
-  ucp_request_free(request);
-}
-
 }  // namespace
 
 Result<std::unique_ptr<UcxMessenger>> UcxMessenger::create(Fabric& fabric) {
   std::unique_ptr<UcxMessenger> m(new UcxMessenger(fabric));
   m->wake_fd_ = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!m->wake_fd_.valid()) return from_errno(errno, "eventfd for ucx messages");
-  ucp_am_handler_param_t param{};
-  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                     UCP_AM_HANDLER_PARAM_FIELD_ARG;
-  param.id = kAmId;
-  param.cb = &UcxMessenger::receive;
-  param.arg = m.get();
-  if (Status s = from_ucs(ucp_worker_set_am_recv_handler(fabric.worker(), &param),
-                          "ucp_worker_set_am_recv_handler");
-      !s.ok()) {
-    return s;
-  }
-  m->registered_ = true;
+  auto handler = AmHandler::set(fabric.worker(), kAmId, &UcxMessenger::receive, m.get());
+  if (!handler.ok()) return handler.status();
+  m->handler_ = std::move(*handler);
   return m;
-}
-
-UcxMessenger::~UcxMessenger() {
-  if (!registered_ || fabric_.worker() == nullptr) return;
-  ucp_am_handler_param_t param{};
-  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB;
-  param.id = kAmId;
-  param.cb = nullptr;  // no handler: messages still arriving are dropped
-  (void)ucp_worker_set_am_recv_handler(fabric_.worker(), &param);
 }
 
 void UcxMessenger::on(Channel channel, Handler handler) {
@@ -154,7 +124,7 @@ Status UcxMessenger::send(int to, Channel channel, std::span<const std::byte> bo
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  param.cb.send = &on_sent;
+  param.cb.send = &message_sent<Outgoing>;
   param.user_data = out.get();
   param.flags = UCP_AM_SEND_FLAG_EAGER;
   ucs_status_ptr_t req = nullptr;
@@ -168,7 +138,7 @@ Status UcxMessenger::send(int to, Channel channel, std::span<const std::byte> bo
     (*peer)->mark_failed();
     return from_ucs(UCS_PTR_STATUS(req), "ucp_am_send_nbx");
   }
-  if (req != nullptr) (void)out.release();  // on_sent frees it and the request
+  if (req != nullptr) (void)out.release();  // message_sent frees it and the request
   return {};
 }
 

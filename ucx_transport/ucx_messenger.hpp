@@ -23,6 +23,7 @@
 
 #include "runtime/common/unique_fd.hpp"
 #include "runtime/transport/messenger.hpp"
+#include "ucx_transport/context.hpp"
 
 namespace larder::ucx {
 
@@ -34,7 +35,7 @@ class UcxMessenger final : public Messenger {
   static Result<std::unique_ptr<UcxMessenger>> create(Fabric& fabric);
   UcxMessenger(const UcxMessenger&) = delete;
   UcxMessenger& operator=(const UcxMessenger&) = delete;
-  ~UcxMessenger() override;
+  ~UcxMessenger() override = default;
 
   void on(Channel channel, Handler handler) override;
   Status send(int to, Channel channel, std::span<const std::byte> body) override;
@@ -61,10 +62,10 @@ class UcxMessenger final : public Messenger {
 
   Fabric& fabric_;
   std::array<Handler, kChannelCount> handlers_;  // set before the session starts, then read-only
-  bool registered_ = false;
   UniqueFd wake_fd_;             // eventfd: written when the queue becomes non-empty
   std::mutex queue_mu_;          // a leaf: held for no call into UCX or a handler
   std::vector<Incoming> queue_;  // guarded by queue_mu_
+  AmHandler handler_;            // last: unset first (messages arriving then are dropped)
 };
 
 }  // namespace larder::ucx

@@ -132,15 +132,18 @@ Result<Config> Config::parse(const Lookup& lookup) {
       return bad("LARDER_TRANSPORT", *v, "ucx or mpi");
     }
   }
-  if (auto v = get("LARDER_DIRECTORY_OPS")) {
-    if (*v == "auto") {
-      c.directory_ops = DirectoryOps::kAuto;
-    } else if (*v == "rma") {
-      c.directory_ops = DirectoryOps::kRma;
-    } else if (*v == "messages") {
-      c.directory_ops = DirectoryOps::kMessages;
-    } else {
-      return bad("LARDER_DIRECTORY_OPS", *v, "auto, rma or messages");
+  for (auto [name, field] : {std::pair{"LARDER_DIRECTORY_OPS", &c.directory_ops},
+                             std::pair{"LARDER_REMOTE_READS", &c.remote_reads}}) {
+    if (auto v = get(name)) {
+      if (*v == "auto") {
+        *field = DirectoryOps::kAuto;
+      } else if (*v == "rma") {
+        *field = DirectoryOps::kRma;
+      } else if (*v == "messages") {
+        *field = DirectoryOps::kMessages;
+      } else {
+        return bad(name, *v, "auto, rma or messages");
+      }
     }
   }
   if (auto v = get("LARDER_STATS")) c.stats_path = std::string(*v);

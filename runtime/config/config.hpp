@@ -22,6 +22,11 @@ enum class TransportKind : std::uint8_t { kUcx, kMpi };
 // RDMA fabrics); `messages`, batched into one message per home per flush and applied by the home;
 // `auto`, rma where Larder's UCX has a hardware one-sided transport, else messages.
 enum class DirectoryOps : std::uint8_t { kAuto, kRma, kMessages };
+// How a rank reads a chunk held on another node (docs/protocol.md, "Remote reads as messages"):
+// `rma`, a UCX get from the holder's registered memory; `messages`, a request message answered
+// by the holder with the bytes (zero-copy rendezvous for large ones); `auto`, rma where Larder's
+// UCX has a hardware one-sided transport, else messages. The same three choices.
+using RemoteReads = DirectoryOps;
 // What a produced file leaves on the PFS (docs/user-guide.md, "Producing files"): `through`
 // writes it there too when it is published (nothing is lost if the job dies), `local` keeps it
 // on its node only (gone at the end of the job, as DYAD does).
@@ -39,6 +44,7 @@ struct Config {
   std::string shm_dir = "/dev/shm";               // LARDER_SHM_DIR: where memory arenas live
   TransportKind transport = TransportKind::kUcx;  // LARDER_TRANSPORT
   DirectoryOps directory_ops = DirectoryOps::kAuto;  // LARDER_DIRECTORY_OPS (UCX transport)
+  RemoteReads remote_reads = RemoteReads::kAuto;     // LARDER_REMOTE_READS (UCX transport)
   std::string stats_path;                            // LARDER_STATS (empty: no JSON)
   log::Level log_level = log::Level::kWarn;          // LARDER_LOG
   int node_size = 0;                                 // LARDER_NODE_SIZE (0: real nodes)

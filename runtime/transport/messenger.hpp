@@ -25,8 +25,9 @@ enum class Channel : int {
   kWatchFinal = 4,     // these watched entries are final (claimer to home): the notices
   kShardRequest = 5,   // directory operations on the receiver's shard (MessageShards)
   kShardReply = 6,     // their results
+  kReadRequest = 7,    // "send me these pieces of your memory" (MessageReads; replies are UCX's)
 };
-inline constexpr int kChannelCount = 7;
+inline constexpr int kChannelCount = 8;
 inline constexpr std::size_t kMaxMessage = 4096;
 
 class Messenger {

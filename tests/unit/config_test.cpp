@@ -73,6 +73,23 @@ TEST(ConfigTest, DirectoryOpsDefaultToAutoAndAcceptEachMode) {
   EXPECT_EQ(automatic->directory_ops, DirectoryOps::kAuto);
 }
 
+TEST(ConfigTest, RemoteReadsDefaultToAutoAndAcceptEachMode) {
+  auto none = parse({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->remote_reads, RemoteReads::kAuto);
+  auto rma = parse({{"LARDER_REMOTE_READS", "rma"}});
+  ASSERT_TRUE(rma.ok());
+  EXPECT_EQ(rma->remote_reads, RemoteReads::kRma);
+  EXPECT_EQ(rma->directory_ops, DirectoryOps::kAuto);  // the two settings are independent
+  auto messages = parse({{"LARDER_REMOTE_READS", "messages"}});
+  ASSERT_TRUE(messages.ok());
+  EXPECT_EQ(messages->remote_reads, RemoteReads::kMessages);
+  auto bad = parse({{"LARDER_REMOTE_READS", "get"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().to_string().find("LARDER_REMOTE_READS"), std::string::npos);
+  EXPECT_NE(bad.status().to_string().find("auto, rma or messages"), std::string::npos);
+}
+
 TEST(ConfigTest, DisableIsExplicitNotJustSet) {
   // DYAD's switches are on when set to 0; ours mean what they say.
   auto off = parse({{"LARDER_ENABLE", "0"}});

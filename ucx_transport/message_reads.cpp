@@ -1,0 +1,347 @@
+#include "ucx_transport/message_reads.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <vector>
+
+#include "runtime/common/log.hpp"
+#include "ucx_transport/fabric.hpp"
+#include "ucx_transport/ucx_messenger.hpp"
+#include "ucx_transport/ucx_status.hpp"
+
+namespace larder::ucx {
+namespace {
+
+// The active-message id of a reply (the messenger's is 1).
+constexpr unsigned kReplyAmId = 2;
+constexpr auto kSpin = std::chrono::microseconds(50);
+constexpr auto kSlice = std::chrono::milliseconds(1);
+// How long a reader still waits for a piece whose transfer had started when its holder failed
+// or timed out (the holder's endpoint is closed by then, which ends the transfer).
+constexpr auto kGrace = std::chrono::seconds(1);
+
+// One piece asked for, in a request message (fixed layout: both sides are this build).
+struct Request {
+  std::uint64_t id = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+  std::uint32_t segment = 0;
+  std::uint32_t tier = 0;
+};
+static_assert(sizeof(Request) == 32);
+constexpr std::size_t kPerMessage = kMaxMessage / sizeof(Request);
+
+// The header of a reply; its data is the piece (none when error != 0).
+struct Reply {
+  std::uint64_t id = 0;
+  std::int32_t error = 0;  // errno: the holder cannot serve that range
+  std::uint32_t unused = 0;
+};
+
+// A reply being sent: its header lives until UCX is done with it.
+struct Outgoing {
+  Reply reply;
+  Peer* peer = nullptr;  // outlives the request: endpoints close after this object
+};
+
+}  // namespace
+
+// The waiting reader's side of a batch: woken when any of its pieces completes.
+struct Batch {
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
+struct MessageReads::Pending {
+  int owner = -1;
+  std::uint64_t id = 0;
+  std::span<std::byte> into;
+  std::vector<std::byte> bounce;  // the target when `into` is not memory this rank serves
+  std::shared_ptr<Batch> batch;
+  Status status;                  // written before done
+  std::atomic<bool> done{false};  // release by finish(), acquire by the reader
+
+  std::byte* target() noexcept { return bounce.empty() ? into.data() : bounce.data(); }
+  // Called once, by whoever took the piece from the table.
+  void finish(Status s) {
+    status = std::move(s);
+    std::lock_guard lock(batch->mu);
+    done.store(true, std::memory_order_release);
+    batch->cv.notify_all();
+  }
+};
+
+namespace {
+
+// A rendezvous receive in flight: what its completion callback finishes (or frees).
+struct Receiving {
+  std::shared_ptr<MessageReads::Pending> pending;  // null: a late reply, received and dropped
+  std::vector<std::byte> scratch;
+};
+
+void on_received(void* request, ucs_status_t status, std::size_t /*length*/, void* user_data) {
+  auto* r = static_cast<Receiving*>(user_data);
+  if (r->pending) {
+    r->pending->finish(status == UCS_OK ? Status() : from_ucs(status, "ucx rendezvous receive"));
+  }
+  delete r;
+  ucp_request_free(request);
+}
+
+// Receives a rendezvous reply (into `target`, or into scratch for a late one) and reports
+// whether it completed at once.
+void receive(ucp_worker_h worker, void* desc, std::size_t length, Receiving* r, std::byte* target) {
+  if (target == nullptr) {
+    r->scratch.resize(length);
+    target = r->scratch.data();
+  }
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.cb.recv_am = &on_received;
+  param.user_data = r;
+  ucs_status_ptr_t req = ucp_am_recv_data_nbx(worker, desc, target, length, &param);
+  if (req != nullptr && !UCS_PTR_IS_ERR(req)) return;  // on_received finishes it
+  if (r->pending) {
+    r->pending->finish(req == nullptr ? Status()
+                                      : from_ucs(UCS_PTR_STATUS(req), "ucp_am_recv_data_nbx"));
+  }
+  delete r;
+}
+
+}  // namespace
+
+MessageReads::MessageReads(Fabric& fabric, UcxMessenger& messenger)
+    : fabric_(fabric), messenger_(messenger) {}
+
+Result<std::unique_ptr<MessageReads>> MessageReads::create(Fabric& fabric,
+                                                           UcxMessenger& messenger) {
+  std::unique_ptr<MessageReads> m(new MessageReads(fabric, messenger));
+  auto handler = AmHandler::set(fabric.worker(), kReplyAmId, &MessageReads::on_reply, m.get());
+  if (!handler.ok()) return handler.status();
+  m->handler_ = std::move(*handler);
+  MessageReads* self = m.get();
+  messenger.on(Channel::kReadRequest,
+               [self](int from, std::span<const std::byte> body) { self->on_request(from, body); });
+  return m;
+}
+
+MessageReads::~MessageReads() {
+  messenger_.on(Channel::kReadRequest, nullptr);
+}
+
+void MessageReads::serve(Tier tier, std::span<std::byte> memory) {
+  tiers_[static_cast<std::size_t>(tier)] = memory;
+}
+
+void MessageReads::serve_segment(std::uint32_t id, std::span<std::byte> memory) {
+  std::lock_guard lock(mu_);
+  segments_[id] = memory;
+}
+
+std::span<const std::byte> MessageReads::served_bytes(Tier tier, std::uint32_t segment,
+                                                      std::uint64_t offset, std::uint64_t length) {
+  std::span<const std::byte> memory;
+  if (tier == Tier::kFile) {
+    std::lock_guard lock(mu_);
+    auto it = segments_.find(segment);
+    if (it != segments_.end()) memory = it->second;
+  } else if (static_cast<std::size_t>(tier) < tiers_.size()) {  // an arena
+    memory = tiers_[static_cast<std::size_t>(tier)];
+  }
+  if (length == 0 || offset > memory.size() || length > memory.size() - offset) return {};
+  return memory.subspan(offset, length);
+}
+
+bool MessageReads::serves(std::span<const std::byte> range) {
+  auto inside = [&](std::span<const std::byte> m) {
+    return !m.empty() && range.data() >= m.data() &&
+           range.data() + range.size() <= m.data() + m.size();
+  };
+  if (std::any_of(tiers_.begin(), tiers_.end(), inside)) return true;
+  std::lock_guard lock(mu_);
+  return std::any_of(segments_.begin(), segments_.end(),
+                     [&](const auto& s) { return inside(s.second); });
+}
+
+void MessageReads::on_request(int from, std::span<const std::byte> body) {
+  auto peer = fabric_.connected_peer(from);
+  if (!peer.ok()) return;  // the reader gives up on this rank by itself
+  for (std::size_t at = 0; at + sizeof(Request) <= body.size(); at += sizeof(Request)) {
+    Request req;
+    std::memcpy(&req, body.data() + at, sizeof req);
+    auto out = std::make_unique<Outgoing>();
+    out->reply.id = req.id;
+    out->peer = *peer;
+    std::span<const std::byte> bytes =
+        req.tier <= static_cast<std::uint32_t>(Tier::kFile)
+            ? served_bytes(static_cast<Tier>(req.tier), req.segment, req.offset, req.length)
+            : std::span<const std::byte>();
+    if (bytes.empty()) out->reply.error = ERANGE;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = &message_sent<Outgoing>;
+    param.user_data = out.get();
+    ucs_status_ptr_t sent = nullptr;
+    {
+      std::shared_lock lock(fabric_.peers_mutex());
+      if ((*peer)->failed()) return;
+      sent = ucp_am_send_nbx((*peer)->endpoint(), kReplyAmId, &out->reply, sizeof out->reply,
+                             bytes.data(), bytes.size(), &param);
+    }
+    if (UCS_PTR_IS_ERR(sent)) {
+      (*peer)->mark_failed();
+      LARDER_LOG_LIMITED(kWarn, "cannot answer a read of rank {}: {}", from,
+                         from_ucs(UCS_PTR_STATUS(sent), "ucp_am_send_nbx").to_string());
+      return;
+    }
+    if (sent != nullptr) (void)out.release();  // message_sent frees it and the request
+    pieces_served_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+std::shared_ptr<MessageReads::Pending> MessageReads::take(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return nullptr;
+  std::shared_ptr<Pending> p = std::move(it->second);
+  pending_.erase(it);
+  return p;
+}
+
+ucs_status_t MessageReads::on_reply(void* arg, const void* header, std::size_t header_length,
+                                    void* data, std::size_t length,
+                                    const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<MessageReads*>(arg);
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  std::shared_ptr<Pending> p;
+  Reply reply;
+  if (header_length == sizeof reply) {
+    std::memcpy(&reply, header, sizeof reply);
+    p = self->take(reply.id);
+  }
+  if (p && (reply.error != 0 || length != p->into.size())) {
+    p->finish(Status(Errc::kTransport, reply.error != 0 ? reply.error : EPROTO,
+                     "rank " + std::to_string(p->owner) + " cannot serve that read"));
+    p.reset();
+  }
+  if (!rndv) {
+    if (p) {
+      std::memcpy(p->target(), data, length);
+      p->finish(Status());
+    }
+    return UCS_OK;
+  }
+  // Rendezvous: received into the piece's target, or received and dropped when nobody waits.
+  std::byte* target = p ? p->target() : nullptr;
+  receive(self->fabric_.worker(), data, length, new Receiving{std::move(p), {}}, target);
+  return UCS_OK;
+}
+
+void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Status> out) {
+  auto batch = std::make_shared<Batch>();
+  std::vector<std::shared_ptr<Pending>> pieces(ops.size());
+  std::unordered_map<int, std::vector<Request>> requests;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const Transport::GetOp& op = ops[i];
+    if (op.owner < 0 || op.owner >= fabric_.size() || op.into.empty()) {
+      out[i] = Status(Errc::kInvalidArgument, EINVAL, "bad remote read");
+      continue;
+    }
+    auto p = std::make_shared<Pending>();
+    p->owner = op.owner;
+    p->into = op.into;
+    p->batch = batch;
+    if (!serves(op.into)) p->bounce.resize(op.into.size());
+    pieces[i] = p;
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!pieces[i]) continue;
+      pieces[i]->id = next_id_++;
+      pending_.emplace(pieces[i]->id, pieces[i]);
+      requests[ops[i].owner].push_back(Request{pieces[i]->id, ops[i].offset, ops[i].into.size(),
+                                               ops[i].segment,
+                                               static_cast<std::uint32_t>(ops[i].tier)});
+    }
+  }
+  // Settled pieces: their outcome is final (out[i] holds it).
+  std::vector<bool> settled(ops.size(), false);
+  for (std::size_t i = 0; i < ops.size(); ++i) settled[i] = !pieces[i];
+  auto fail = [&](std::size_t i, Status s) {
+    // Only whoever takes a piece from the table finishes it: here, nobody else will.
+    if (take(pieces[i]->id)) {
+      out[i] = std::move(s);
+      settled[i] = true;
+    }
+  };
+  for (const auto& [owner, reqs] : requests) {
+    for (std::size_t at = 0; at < reqs.size(); at += kPerMessage) {
+      const std::size_t n = std::min(kPerMessage, reqs.size() - at);
+      const Status s = messenger_.send(owner, Channel::kReadRequest,
+                                       std::as_bytes(std::span(reqs.data() + at, n)));
+      if (s.ok()) continue;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (settled[i] || pieces[i]->owner != owner) continue;
+        for (std::size_t k = at; k < at + n; ++k) {
+          if (reqs[k].id == pieces[i]->id) fail(i, s);
+        }
+      }
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + fabric_.timeout();
+  std::unordered_map<int, std::chrono::steady_clock::time_point> given_up;  // owner: when
+  for (;;) {
+    bool all = true;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (settled[i]) continue;
+      if (pieces[i]->done.load(std::memory_order_acquire)) {
+        out[i] = pieces[i]->status;
+        if (out[i].ok() && !pieces[i]->bounce.empty()) {
+          std::memcpy(ops[i].into.data(), pieces[i]->bounce.data(), ops[i].into.size());
+        }
+        settled[i] = true;
+        continue;
+      }
+      all = false;
+    }
+    if (all) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start < kSpin) {
+      (void)ucp_worker_progress(fabric_.worker());
+      continue;
+    }
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (settled[i]) continue;
+      const int owner = pieces[i]->owner;
+      const bool late = now >= deadline;
+      if (!late && !fabric_.peer_failed(owner)) continue;
+      if (late && !given_up.contains(owner)) {
+        LARDER_LOG_LIMITED(kWarn, "a read from rank {} timed out after {} ms; giving up on it",
+                           owner, fabric_.timeout().count());
+        fabric_.give_up(owner);
+      }
+      auto [when, added] = given_up.emplace(owner, now);
+      fail(i, late ? Status(Errc::kTimeout, ETIMEDOUT, "ucx read timed out")
+                   : Status(Errc::kTransport, 0, "ucx peer has failed"));
+      // Its transfer had started: it ends with the endpoint; past the grace, the piece's own
+      // buffer (or a never-reused arena range) may still receive it, unread.
+      if (!settled[i] && now - when->second >= kGrace) {
+        out[i] = Status(Errc::kTransport, 0, "ucx read from a failed peer did not end");
+        settled[i] = true;
+      }
+    }
+    std::unique_lock lock(batch->mu);  // finish() sets done under it: no wake-up is missed
+    batch->cv.wait_for(lock, kSlice, [&] {
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (!settled[i] && pieces[i]->done.load(std::memory_order_acquire)) return true;
+      }
+      return false;
+    });
+  }
+}
+
+}  // namespace larder::ucx
