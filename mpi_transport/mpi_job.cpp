@@ -177,6 +177,10 @@ Status MpiJob::sum(std::span<std::uint64_t> values) {
 Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const PeerLoad* load) {
   std::vector<std::uint64_t> send;
   send.insert(send.end(), mine.counters.begin(), mine.counters.end());
+  // The messages this rank sent (counted by the transports, not by the cache).
+  send[static_cast<std::size_t>(Counter::transport_messages)] +=
+      impl_->ucx ? impl_->ucx->messages_sent()
+                 : (impl_->messenger ? impl_->messenger->messages_sent() : 0);
   send.insert(send.end(), mine.latency.begin(), mine.latency.end());
   send.push_back(mine.latency_sum_ns);
   std::vector<std::uint64_t> sum(send.size());

@@ -30,7 +30,11 @@ Status MpiMessenger::send(int to, Channel channel, std::span<const std::byte> bo
   Status s = from_mpi(MPI_Isend(p.body.data(), static_cast<int>(p.body.size()), MPI_BYTE, to,
                                 static_cast<int>(channel), comm_.get(), &p.request),
                       "MPI_Isend");
-  if (!s.ok()) pending_.pop_back();
+  if (!s.ok()) {
+    pending_.pop_back();
+  } else if (to != rank_) {
+    sent_.fetch_add(1, std::memory_order_relaxed);
+  }
   return s;
 }
 

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -30,6 +31,9 @@ class MpiMessenger final : public Messenger {
 
   void on(Channel channel, Handler handler) override;
   Status send(int to, Channel channel, std::span<const std::byte> body) override;
+  std::uint64_t messages_sent() const noexcept override {
+    return sent_.load(std::memory_order_relaxed);
+  }
 
   // Receives and handles what has arrived, completes finished sends. True when it did work.
   // Thread-safe (one caller at a time does the receiving).
@@ -40,7 +44,7 @@ class MpiMessenger final : public Messenger {
   void leak() noexcept { comm_.leak(); }
 
  private:
-  explicit MpiMessenger(Comm comm) : comm_(std::move(comm)) {}
+  explicit MpiMessenger(Comm comm) : comm_(std::move(comm)) { MPI_Comm_rank(comm_.get(), &rank_); }
   struct Pending {
     MPI_Request request = MPI_REQUEST_NULL;
     std::vector<std::byte> body;
@@ -48,6 +52,8 @@ class MpiMessenger final : public Messenger {
   bool complete_sends();
 
   Comm comm_;
+  int rank_ = 0;
+  std::atomic<std::uint64_t> sent_{0};           // to other ranks
   std::array<Handler, kChannelCount> handlers_;  // set before start, then read-only
   std::mutex poll_mu_;                           // one receiver at a time
   std::mutex send_mu_;

@@ -444,6 +444,11 @@ Messenger* Fabric::messenger() noexcept {
   return messenger_.get();
 }
 
+std::uint64_t Fabric::messages_sent() const noexcept {
+  return (messenger_ ? messenger_->messages_sent() : 0) +
+         (message_reads_ ? message_reads_->pieces_served() : 0);
+}
+
 Status Fabric::close() {
   if (closed_) return {};
   closed_ = true;

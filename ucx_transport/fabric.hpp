@@ -67,6 +67,7 @@ class Fabric final : public ClosableTransport {
   std::vector<ProgressSource> progress_sources() override;
   ShardOps* shards() noexcept override;
   Messenger* messenger() noexcept override;
+  std::uint64_t messages_sent() const noexcept override;
   void begin_close() noexcept override { closing_.store(true, std::memory_order_release); }
   Status close() override;
 

@@ -25,6 +25,8 @@ class ClosableTransport : public Transport {
   // The directory's shards and the messenger on the same fabric (null when not made).
   virtual ShardOps* shards() noexcept = 0;
   virtual Messenger* messenger() noexcept = 0;
+  // Messages this rank has sent: the messenger's, and the replies of remote reads as messages.
+  virtual std::uint64_t messages_sent() const noexcept = 0;
   // Collective: quiesces and releases the shards, the messenger, every endpoint, registration
   // and the worker (in that order).
   virtual Status close() = 0;

@@ -139,6 +139,7 @@ Status UcxMessenger::send(int to, Channel channel, std::span<const std::byte> bo
     return from_ucs(UCS_PTR_STATUS(req), "ucp_am_send_nbx");
   }
   if (req != nullptr) (void)out.release();  // message_sent frees it and the request
+  sent_.fetch_add(1, std::memory_order_relaxed);
   return {};
 }
 

@@ -18,6 +18,7 @@
 #include <ucp/api/ucp.h>
 
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <vector>
 
@@ -39,6 +40,9 @@ class UcxMessenger final : public Messenger {
 
   void on(Channel channel, Handler handler) override;
   Status send(int to, Channel channel, std::span<const std::byte> body) override;
+  std::uint64_t messages_sent() const noexcept override {
+    return sent_.load(std::memory_order_relaxed);
+  }
 
   // For the progress thread: runs the handlers of the messages received so far (true if any).
   bool dispatch();
@@ -65,7 +69,8 @@ class UcxMessenger final : public Messenger {
   UniqueFd wake_fd_;             // eventfd: written when the queue becomes non-empty
   std::mutex queue_mu_;          // a leaf: held for no call into UCX or a handler
   std::vector<Incoming> queue_;  // guarded by queue_mu_
-  AmHandler handler_;            // last: unset first (messages arriving then are dropped)
+  std::atomic<std::uint64_t> sent_{0};
+  AmHandler handler_;  // last: unset first (messages arriving then are dropped)
 };
 
 }  // namespace larder::ucx

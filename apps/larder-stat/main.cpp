@@ -62,7 +62,7 @@ std::string num(const std::optional<std::uint64_t>& v) {
   return v ? fmt::format("{}", *v) : "-";
 }
 std::string bytes(const std::optional<std::uint64_t>& v) {
-  return v ? size_text(*v) : "-";
+  return v ? size_text(static_cast<double>(*v)) : "-";
 }
 std::string share(std::optional<std::uint64_t> part, std::uint64_t whole) {
   if (!part || whole == 0) return "";
@@ -202,9 +202,10 @@ void print_one(const json& s) {
                            num(counter(s, "meta.hits")), num(counter(s, "meta.misses")));
   std::cout << fmt::format("loaded ahead      {} chunks loaded by an open, before any read\n",
                            num(counter(s, "prefetches")));
-  std::cout << fmt::format("between nodes     {} in {} gets, {} errors\n",
+  std::cout << fmt::format("between nodes     {} in {} gets, {} errors; {} messages\n",
                            bytes(counter(s, "transport.bytes")), num(counter(s, "transport.gets")),
-                           num(counter(s, "transport.errors")));
+                           num(counter(s, "transport.errors")),
+                           num(counter(s, "transport.messages")));
   std::cout << fmt::format(
       "node sharing      {} answers found in the node table; {} chunks ({})\n"
       "                  copied from another node for the whole node\n",

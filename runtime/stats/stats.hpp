@@ -39,6 +39,7 @@ namespace larder {
   X(transport_bytes, "transport.bytes")               \
   X(transport_gets, "transport.gets")                 \
   X(transport_errors, "transport.errors")             \
+  X(transport_messages, "transport.messages")         \
   X(directory_ops, "directory.ops")                   \
   X(cached_bytes, "cache.bytes")                      \
   X(cached_chunks, "cache.chunks")                    \

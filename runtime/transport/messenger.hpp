@@ -38,6 +38,8 @@ class Messenger {
   virtual void on(Channel channel, Handler handler) = 0;
   // Queues `body` (at most kMaxMessage bytes) for rank `to`. Thread-safe, non-blocking.
   virtual Status send(int to, Channel channel, std::span<const std::byte> body) = 0;
+  // Messages this rank has sent to other ranks (stats: transport.messages).
+  virtual std::uint64_t messages_sent() const noexcept { return 0; }
 };
 
 }  // namespace larder
