@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include <larder/larder.hpp>
 
@@ -128,6 +130,22 @@ TEST_F(TransportTest, SmallPiecesOfARemoteChunkCostOneCopyPerNode) {
   EXPECT_EQ(stats["hits"]["self"].get<std::uint64_t>(),
             pieces_per_chunk * nchunks * readers - (nchunks - 1) * readers + 1);
   EXPECT_EQ(stats["prefetches"], 1);
+  EXPECT_EQ(stats["fallbacks"], 0);
+}
+
+TEST_F(TransportTest, RemoteReadsAsMessagesAreCountedAsMessages) {
+  // Each copy between nodes is a reply message of its own (and at least one request message).
+  if (std::string(std::getenv("LARDER_TRANSPORT") != nullptr ? std::getenv("LARDER_TRANSPORT")
+                                                             : "ucx") != "ucx") {
+    GTEST_SKIP() << "remote reads as messages are the UCX transport's";
+  }
+  set_env("LARDER_REMOTE_READS", "messages");
+  const std::uint64_t nchunks = 3;
+  const auto stats = read_rank0_file_in_pieces(nchunks, 24);
+  const auto readers = static_cast<std::uint64_t>(size() - 1);
+  EXPECT_EQ(stats["transport"]["gets"], nchunks * readers);
+  EXPECT_EQ(stats["transport"]["errors"], 0);
+  EXPECT_GE(stats["transport"]["messages"].get<std::uint64_t>(), 2 * nchunks * readers);
   EXPECT_EQ(stats["fallbacks"], 0);
 }
 
