@@ -80,6 +80,14 @@ Sample measure_hits(const Plan& p, Locality locality) {
   ::setenv("LARDER_PREFIX", p.dir.c_str(), 1);
   ::setenv("LARDER_CHUNK", std::to_string(p.chunk).c_str(), 1);
   ::setenv("LARDER_NODE_SIZE", locality == Locality::kRemote ? "1" : "0", 1);
+  // A remote reader's node keeps no copy (no memory budget): every read crosses the transport,
+  // instead of the first copying each chunk into the node and the rest being node-local hits.
+  const int reader = locality == Locality::kSelf ? 0 : 1;
+  if (locality == Locality::kRemote && rank == reader) {
+    ::setenv("LARDER_MEM", "0", 1);
+  } else {
+    ::unsetenv("LARDER_MEM");
+  }
   ::setenv("LARDER_TRANSPORT", p.transport.c_str(), 1);
   ::setenv("LARDER_DIR_SLOTS", "262144", 1);
   check(larder_init(MPI_COMM_WORLD) == LARDER_OK, "larder_init");
@@ -89,7 +97,6 @@ Sample measure_hits(const Plan& p, Locality locality) {
   check(fd >= 0, "larder_open " + path);
   if (rank == 0) read_pass(fd, p, buf);  // rank 0 owns every chunk
   MPI_Barrier(MPI_COMM_WORLD);
-  const int reader = locality == Locality::kSelf ? 0 : 1;
   Sample s;
   if (rank == reader) {
     read_pass(fd, p, buf);  // warm: directory answers remembered, endpoints connected

@@ -28,8 +28,8 @@ def size_bytes(label):
     return int(label.rstrip("KMG")) * unit
 
 
-def run_larder(bench, sizes, tls, total):
-    env = dict(os.environ, LARDER_LOG="error")
+def run_larder(bench, sizes, tls, total, reads):
+    env = dict(os.environ, LARDER_LOG="error", LARDER_REMOTE_READS=reads)
     if tls:
         # Larder's own UCX context only (it reads LARDER_UCX_* before UCX_*): MPICH's UCX keeps
         # its default, because MPICH 4.0 on TCP between ranks of one host can hang in
@@ -80,27 +80,33 @@ def main():
     port = 14000 + os.getpid() % 1000
     for name, tls in (("default UCX_TLS (shared memory on one host)", ""), ("UCX_TLS=tcp,self", "tcp,self")):
         print(f"measuring: {name}", file=sys.stderr)
-        larder = run_larder(args.bench, sizes, tls, args.bytes)
+        larder = run_larder(args.bench, sizes, tls, args.bytes, "auto")
+        gets = run_larder(args.bench, sizes, tls, args.bytes, "rma")
         rows = []
         for label in sizes:
             b = size_bytes(label)
             print(f"  ucx_perftest {label}", file=sys.stderr)
             perf = run_perftest(b, tls, port)
             port += 1
-            rows.append((label, larder[b]["ucx"], larder[b]["mpi"], perf))
+            rows.append((label, larder[b]["ucx"], gets[b]["ucx"], larder[b]["mpi"], perf))
         report[name] = rows
         print(f"\n{name}")
-        print(f"{'size':>5} | {'larder-ucx':>19} | {'larder-mpi':>19} | {'ucx_perftest':>19} | {'ucx/perftest':>17}")
-        print(f"{'':>5} | {'GB/s':>8} {'us/op':>10} | {'GB/s':>8} {'us/op':>10} | {'GB/s':>8} {'us/op':>10} |"
-              f" {'bw':>7} {'latency':>9}")
-        for label, ucx, mpi, perf in rows:
-            print(f"{label:>5} | {ucx['GBps']:8.3f} {ucx['usec_per_op']:10.1f} | {mpi['GBps']:8.3f}"
+        print(f"{'size':>5} | {'larder-ucx (auto)':>19} | {'larder-ucx (gets)':>19} |"
+              f" {'larder-mpi':>19} | {'ucx_perftest':>19} | {'auto/perftest':>17}")
+        print(f"{'':>5} |" + f" {'GB/s':>8} {'us/op':>10} |" * 4 + f" {'bw':>7} {'latency':>9}")
+
+        def ratio(a, b):
+            return f"{a / b:7.2f}" if b > 0 else f"{'-':>7}"
+        for label, ucx, ucx_gets, mpi, perf in rows:
+            print(f"{label:>5} | {ucx['GBps']:8.3f} {ucx['usec_per_op']:10.1f} |"
+                  f" {ucx_gets['GBps']:8.3f} {ucx_gets['usec_per_op']:10.1f} | {mpi['GBps']:8.3f}"
                   f" {mpi['usec_per_op']:10.1f} | {perf['GBps']:8.3f} {perf['usec']:10.1f} |"
-                  f" {ucx['GBps'] / perf['GBps']:7.2f} {ucx['usec_per_op'] / perf['usec']:9.2f}")
+                  f" {ratio(ucx['GBps'], perf['GBps'])} {ratio(ucx['usec_per_op'], perf['usec'])}")
         sys.stdout.flush()
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({k: [{"size": r[0], "ucx": r[1], "mpi": r[2], "perftest": r[3]} for r in v]
+            json.dump({k: [{"size": r[0], "ucx": r[1], "ucx_gets": r[2], "mpi": r[3],
+                            "perftest": r[4]} for r in v]
                        for k, v in report.items()}, f, indent=2)
 
 
