@@ -86,7 +86,9 @@ Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& 
     if (reads.ok()) {
       t->message_reads_ = std::move(*reads);
       for (Tier tier : {Tier::kMem, Tier::kDisk}) {
-        t->message_reads_->serve(tier, t->arenas_[static_cast<std::size_t>(tier)]);
+        if (const Arena* arena = tiers.get(tier); arena != nullptr) {
+          t->message_reads_->serve(tier, std::span(arena->data(), arena->capacity()));
+        }
       }
     } else {
       local = reads.status();
@@ -358,7 +360,6 @@ Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {
     std::uint64_t size = arena != nullptr ? arena->capacity() : 0;
     std::vector<std::byte> rkey;
     if (local.ok() && context_ && size > 0) {
-      arenas_[static_cast<std::size_t>(tier)] = std::span(arena->data(), size);
       auto reg = Registration::map(context_.get(), arena->data(), size);
       if (reg.ok()) {
         auto packed = reg->packed_rkey();

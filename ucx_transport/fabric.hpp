@@ -121,7 +121,6 @@ class Fabric final : public ClosableTransport {
   std::unique_ptr<class UcxMessenger> messenger_;
   std::unique_ptr<MessageShards> message_shards_;      // instead of shards_ (LARDER_DIRECTORY_OPS)
   std::unique_ptr<class MessageReads> message_reads_;  // instead of gets (LARDER_REMOTE_READS)
-  std::array<std::span<std::byte>, kTierCount> arenas_{};  // this rank's, as registered
   bool closed_ = false;
   std::atomic<bool> closing_{false};  // release/acquire: read by endpoint error handlers
 };

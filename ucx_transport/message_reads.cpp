@@ -242,7 +242,7 @@ ucs_status_t MessageReads::on_reply(void* arg, const void* header, std::size_t h
 void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Status> out) {
   auto batch = std::make_shared<Batch>();
   std::vector<std::shared_ptr<Pending>> pieces(ops.size());
-  std::unordered_map<int, std::vector<Request>> requests;
+  std::unordered_map<int, std::vector<std::size_t>> by_owner;  // indices into ops
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const Transport::GetOp& op = ops[i];
     if (op.owner < 0 || op.owner >= fabric_.size() || op.into.empty()) {
@@ -262,9 +262,7 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
       if (!pieces[i]) continue;
       pieces[i]->id = next_id_++;
       pending_.emplace(pieces[i]->id, pieces[i]);
-      requests[ops[i].owner].push_back(Request{pieces[i]->id, ops[i].offset, ops[i].into.size(),
-                                               ops[i].segment,
-                                               static_cast<std::uint32_t>(ops[i].tier)});
+      by_owner[ops[i].owner].push_back(i);
     }
   }
   // Settled pieces: their outcome is final (out[i] holds it).
@@ -277,17 +275,19 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
       settled[i] = true;
     }
   };
-  for (const auto& [owner, reqs] : requests) {
-    for (std::size_t at = 0; at < reqs.size(); at += kPerMessage) {
-      const std::size_t n = std::min(kPerMessage, reqs.size() - at);
-      const Status s = messenger_.send(owner, Channel::kReadRequest,
-                                       std::as_bytes(std::span(reqs.data() + at, n)));
-      if (s.ok()) continue;
-      for (std::size_t i = 0; i < ops.size(); ++i) {
-        if (settled[i] || pieces[i]->owner != owner) continue;
-        for (std::size_t k = at; k < at + n; ++k) {
-          if (reqs[k].id == pieces[i]->id) fail(i, s);
-        }
+  std::vector<Request> body;
+  for (const auto& [owner, indices] : by_owner) {
+    for (std::size_t at = 0; at < indices.size(); at += kPerMessage) {
+      const auto part = std::span(indices).subspan(at, std::min(kPerMessage, indices.size() - at));
+      body.clear();
+      for (std::size_t i : part) {
+        body.push_back(Request{pieces[i]->id, ops[i].offset, ops[i].into.size(), ops[i].segment,
+                               static_cast<std::uint32_t>(ops[i].tier)});
+      }
+      const Status s =
+          messenger_.send(owner, Channel::kReadRequest, std::as_bytes(std::span(body)));
+      if (!s.ok()) {
+        for (std::size_t i : part) fail(i, s);
       }
     }
   }
