@@ -215,7 +215,8 @@ void print_one(const json& s) {
   std::cout << fmt::format("waits             {} for an entry another rank was loading ({})\n",
                            num(counter(s, "waits")),
                            time_text(static_cast<double>(wait_ns.value_or(0))));
-  std::cout << fmt::format("directory         {} lookups\n", num(counter(s, "directory.ops")));
+  std::cout << fmt::format("directory         {} lookups, {} of them asked again\n",
+                           num(counter(s, "directory.ops")), num(counter(s, "directory.retries")));
   print_files(s);
   print_skew(s);
   std::cout << fmt::format("cache at the end  {} in {} chunks\n", bytes(counter(s, "cache.bytes")),

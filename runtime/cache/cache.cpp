@@ -86,6 +86,22 @@ std::uint64_t ns_since(std::chrono::steady_clock::time_point start) noexcept {
 
 }  // namespace
 
+namespace {
+thread_local int retrying = 0;  // Cache::Retry scopes open on this thread
+}  // namespace
+
+Cache::Retry::Retry() noexcept {
+  ++retrying;
+}
+Cache::Retry::~Retry() {
+  --retrying;
+}
+
+void Cache::count_directory_ops(std::uint64_t n) {
+  stats_.add(Counter::directory_ops, n);
+  if (retrying > 0) stats_.add(Counter::directory_retries, n);
+}
+
 NodeTable::Found Cache::node_acquire(const Key& key, std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   NodeTable::Found found = node_->acquire(key, timeout);

@@ -319,6 +319,16 @@ class Cache {
   Result<ChunkRecord> copy_from(const ChunkRecord& source, const ChunkRecord& into);
   // The node table's acquire and the transport's get, timed (node.ns, transport.ns).
   NodeTable::Found node_acquire(const Key& key, std::chrono::milliseconds timeout);
+  // Directory operations (directory.ops). Made inside a Retry scope they are also retries
+  // (directory.retries): a node asking again because the answer it waited for did not come.
+  void count_directory_ops(std::uint64_t n = 1);
+  class Retry {  // this thread's directory operations, while it lives, are retries
+   public:
+    Retry() noexcept;
+    Retry(const Retry&) = delete;
+    Retry& operator=(const Retry&) = delete;
+    ~Retry();
+  };
   Status timed_get(const Transport::GetOp& op);
   Result<ChunkRecord> holder_source(const Tree& tree, const ChunkRecord& origin,
                                     std::uint64_t position, const Result<Claim>& parent);

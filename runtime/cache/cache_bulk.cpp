@@ -87,7 +87,7 @@ void Cache::resolve_bulk_in_group(std::vector<BulkItem>& items, unsigned flags, 
   }
   std::vector<Result<Claim>> claims(items.size(), Status(Errc::kInternal, 0, ""));
   directory_.acquire_many(lookups, claims);
-  stats_.add(Counter::directory_ops, items.size());
+  count_directory_ops(items.size());
   std::vector<std::size_t> represented;
   std::vector<std::size_t> ready;
   std::vector<std::size_t> loading;
@@ -157,7 +157,10 @@ void Cache::resolve_bulk_in_group(std::vector<BulkItem>& items, unsigned flags, 
     stats_.add(Counter::group_answers);
   }
   localize_all(items, ready);
-  if (!at_home.empty()) at_homes(at_home);
+  if (!at_home.empty()) {
+    const Retry again;  // the group had no answer for these
+    at_homes(at_home);
+  }
 }
 
 template <class Load, class LocalizeAll>
@@ -169,7 +172,7 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
   std::vector<Result<Claim>> claims(items.size(), Status(Errc::kInternal, 0, ""));
   if (!closing()) {
     directory_.acquire_many(lookups, claims);
-    stats_.add(Counter::directory_ops, items.size());
+    count_directory_ops(items.size());
   }
   // The claimed ones: loaded here, then published together.
   std::vector<Directory::Final> finals;

@@ -32,6 +32,7 @@ Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecor
 
 Result<ChunkRecord> Cache::holder_source(const Tree& tree, const ChunkRecord& origin,
                                          std::uint64_t position, const Result<Claim>& parent) {
+  const Retry again;  // the parent's entry was looked up with this node's claim; these are more
   bool first = true;
   for (const std::uint64_t q : fanout::ancestors(position, tree_fanout_)) {
     if (q == 0) return origin;
@@ -42,7 +43,7 @@ Result<ChunkRecord> Cache::holder_source(const Tree& tree, const ChunkRecord& or
     const Key hkey = holder_key(tree.key, q);
     Result<Claim> r = parent;
     if (!first) {
-      stats_.add(Counter::directory_ops);
+      count_directory_ops();
       r = directory_.acquire(hkey, kLookOnly);
     }
     first = false;
@@ -55,7 +56,7 @@ Result<ChunkRecord> Cache::holder_source(const Tree& tree, const ChunkRecord& or
            std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(2000));
-      stats_.add(Counter::directory_ops);
+      count_directory_ops();
       r = directory_.acquire(hkey, kLookOnly);
     }
     if (r.ok() && r->outcome == Claim::Outcome::kLoading) {
@@ -83,7 +84,7 @@ Result<Payload> Cache::localize_chunk(const Payload& payload, const Tree& tree,
     // copies nothing, but a place below it may be waiting for its entry: the origin's copy.
     if (may_hold) {
       const Key hkey = holder_key(key, position);
-      stats_.add(Counter::directory_ops);
+      count_directory_ops();
       auto claim = directory_.acquire(hkey, kClaimIt);
       if (claim.ok() && claim->outcome == Claim::Outcome::kClaimed) {
         (void)directory_.publish(hkey, payload);
@@ -101,7 +102,7 @@ Result<Payload> Cache::localize_chunk(const Payload& payload, const Tree& tree,
                              Status(Errc::kUnavailable, 0, "the parent is the origin")};
   if (n > 0) {
     directory_.acquire_many(std::span(lookups, n), std::span(claims, n));
-    stats_.add(Counter::directory_ops, n);
+    count_directory_ops(n);
   }
   if (!may_hold && ask_parent) claims[1] = std::move(claims[0]);
   const bool holder = may_hold && claims[0].ok() && claims[0]->outcome == Claim::Outcome::kClaimed;

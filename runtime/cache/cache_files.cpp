@@ -134,10 +134,10 @@ bool Cache::publish_segment(const Segments::Made& made) {
   record.length = static_cast<std::uint32_t>(desc->size());
   std::memcpy(record.descriptor, desc->data(), desc->size());
   const Key key = segment_key(topology_.rank, made.id);
-  stats_.add(Counter::directory_ops);
+  count_directory_ops();
   auto claim = directory_.acquire(key, kClaimIt);
   if (!claim.ok() || claim->outcome != Claim::Outcome::kClaimed) return false;
-  stats_.add(Counter::directory_ops);
+  count_directory_ops();
   return directory_.publish(key, pack(record)).ok();
 }
 

@@ -195,7 +195,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
   const Lookup lookups[2] = {{pkey, kClaimIt}, {ckey, kClaimIt | kTicket}};
   Result<Claim> claims[2] = {Status(Errc::kInternal, 0, ""), Status(Errc::kInternal, 0, "")};
   directory_.acquire_many(std::span(lookups, both ? 2 : 1), std::span(claims, both ? 2 : 1));
-  stats_.add(Counter::directory_ops, both ? 2 : 1);
+  count_directory_ops(both ? 2 : 1);
   Answer a = finish_claim(
       pkey, claims[0], [&](std::uint64_t) { return load_path(path, false); },
       [](const Payload& p, const Tree&) { return as_is(p); }, nullptr, nodes_);

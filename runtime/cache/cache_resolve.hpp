@@ -76,7 +76,7 @@ Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& lo
 template <class Load, class Localize>
 Cache::Answer Cache::resolve_at_home(const Key& key, unsigned flags, Load&& load,
                                      Localize&& localize, const Payload* failed_as) {
-  stats_.add(Counter::directory_ops);
+  count_directory_ops();
   // With node groups only the groups' representatives take tickets here: the job-wide tree
   // has one place per group.
   Answer a = finish_claim(key, directory_.acquire(key, flags), load, localize, failed_as,
@@ -89,9 +89,12 @@ template <class Load, class Localize>
 Cache::Answer Cache::resolve_in_group(const Key& key, unsigned flags, Load&& load,
                                       Localize&& localize, const Payload* failed_as) {
   const Key gkey = group_entry(key);
-  stats_.add(Counter::directory_ops);
+  count_directory_ops();
   Result<Claim> g = directory_.acquire(gkey, kClaimIt | (flags & kTicket));
-  if (!g.ok()) return resolve_at_home(key, flags, load, localize, failed_as);
+  if (!g.ok()) {
+    const Retry again;
+    return resolve_at_home(key, flags, load, localize, failed_as);
+  }
   const std::uint64_t ticket = g->ticket;  // this node's place in the group's tree
   if (g->outcome == Claim::Outcome::kClaimed) {
     // This node represents its group: it asks the key's home, and its node's answer becomes the
@@ -120,6 +123,7 @@ Cache::Answer Cache::resolve_in_group(const Key& key, unsigned flags, Load&& loa
     return a;
   }
   // The representative could not answer (or gave up): the key's home, as without groups.
+  const Retry again;
   return resolve_at_home(key, flags, load, localize, failed_as);
 }
 
@@ -158,7 +162,11 @@ Cache::Answer Cache::resolve(const Key& key, unsigned flags, Load&& load, Locali
         // The node's resolver has taken the whole timeout: read the PFS now rather than wait
         // as long again on the directory (where the same load is likely pending).
         return Answer{};
-      case NodeTable::Found::Outcome::kFailed:
+      case NodeTable::Found::Outcome::kFailed: {
+        // The node's resolver could not answer: this rank asks again for itself.
+        const Retry again;
+        return resolve_global(key, flags, load, localize, failed_as);
+      }
       case NodeTable::Found::Outcome::kFull:
         break;
     }

@@ -41,6 +41,7 @@ namespace larder {
   X(transport_errors, "transport.errors")             \
   X(transport_messages, "transport.messages")         \
   X(directory_ops, "directory.ops")                   \
+  X(directory_retries, "directory.retries")           \
   X(cached_bytes, "cache.bytes")                      \
   X(cached_chunks, "cache.chunks")                    \
   X(app_read_calls, "app.read_calls")                 \

@@ -64,10 +64,18 @@ def main():
               f"bytes between nodes {s['transport']['bytes']} <= one fetch per node of the files "
               f"and listings {once}")
         keys = s["pfs"]["stat_ops"] + s["pfs"]["list_ops"] + s["pfs"]["read_ops"]
-        per_key = s["directory"]["ops"] / keys
+        # The protocol's cost counts each node's first ask; a node asks again (a retry) only
+        # when the answer it waited for did not come, which the timing of a loaded machine can
+        # cause now and then: bounded, but not part of the cost.
+        retries = s["directory"]["retries"]
+        per_key = (s["directory"]["ops"] - retries) / keys
         groups = nodes // args.group if args.group else 0
+        if per_key > nodes + groups or retries > keys // 100:
+            print("counters:", json.dumps({k: v for k, v in s.items() if k != "skew"}))
         check(per_key <= nodes + groups,
-              f"directory operations per key {per_key:.2f} <= {nodes} nodes + {groups} groups")
+              f"directory operations per key {per_key:.4f} ({s['directory']['ops']} for {keys} "
+              f"keys, {retries} retries not counted) <= {nodes} nodes + {groups} groups")
+        check(retries <= keys // 100, f"retries {retries} <= 1 % of the keys")
         if args.group:
             check(s["group"]["answers"] > 0,
                   f"the group entries answered the other nodes ({s['group']['answers']})")

@@ -10,7 +10,9 @@
 #include <random>
 #include <thread>
 
+#include "runtime/chunk/chunk_key.hpp"
 #include "runtime/directory/local_directory.hpp"
+#include "runtime/node/node_table.hpp"
 #include "runtime/path/path.hpp"
 #include "tests/support/data_files.hpp"
 #include "tests/support/faulty_file_system.hpp"
@@ -24,7 +26,8 @@ constexpr std::uint64_t kChunk = 64 << 10;
 // One process's cache over real files in a temporary directory.
 class CacheHarness {
  public:
-  explicit CacheHarness(std::uint64_t mem_budget = 64 << 20, std::size_t dir_capacity = 1 << 16)
+  explicit CacheHarness(std::uint64_t mem_budget = 64 << 20, std::size_t dir_capacity = 1 << 16,
+                        bool with_node_table = false)
       : pfs(stats), directory(dir_capacity) {
     config.chunk_size = kChunk;
     config.prefixes = {path::real_path_or_empty(data.path())};
@@ -39,6 +42,12 @@ class CacheHarness {
     parts.tiers = &tiers;
     parts.clock = [this] { return now; };  // moved by the tests, never by time passing
     parts.node_files_dir = arenas.path();
+    if (with_node_table) {  // the node's table, shared with the node's other (imagined) ranks
+      auto table = NodeTable::create(arenas / "node-table", 1024);
+      if (!table.ok()) throw std::runtime_error(table.status().to_string());
+      node = std::move(*table);
+      parts.node = node.get();
+    }
     cache = std::make_unique<Cache>(std::move(parts));
   }
 
@@ -80,6 +89,7 @@ class CacheHarness {
   testing::FaultyFileSystem pfs;
   LocalDirectory directory;
   LocalTiers tiers;
+  std::unique_ptr<NodeTable> node;
   std::unique_ptr<Cache> cache;
 };
 
@@ -181,6 +191,27 @@ TEST(CacheTest, MetadataIsLookedUpOncePerPathIncludingMissingOnes) {
   ASSERT_TRUE(notdir.ok());
   EXPECT_EQ(notdir->error, ENOTDIR);
   EXPECT_EQ(h.count(Counter::pfs_stat_ops), 3u);
+}
+
+TEST(CacheTest, AskingAgainAfterTheNodesResolverFailedIsCountedAsARetry) {
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true);
+  const std::string first = h.make_file("first", 10);
+  const std::string second = h.make_file("second", 10);
+  // Another rank of the node claimed the first path's entry and failed it.
+  const NodeTable::Found other =
+      h.node->acquire(path_key(KeyKind::kPath, first), std::chrono::milliseconds(0));
+  ASSERT_EQ(other.outcome, NodeTable::Found::Outcome::kClaimed);
+  h.node->fail(other.slot);
+
+  auto r = h.cache->lookup(second);  // resolved for the node: one operation, no retry
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(h.count(Counter::directory_ops), 1u);
+  EXPECT_EQ(h.count(Counter::directory_retries), 0u);
+  r = h.cache->lookup(first);  // the node's answer failed: this rank asks again itself
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->meta.size, 10u);
+  EXPECT_EQ(h.count(Counter::directory_ops), 2u);
+  EXPECT_EQ(h.count(Counter::directory_retries), 1u);
 }
 
 TEST(CacheTest, AFileChangedInPlaceIsReadFromTheFileSystemOnceItsAnswerIsRevalidated) {
