@@ -84,10 +84,8 @@ std::uint64_t ns_since(std::chrono::steady_clock::time_point start) noexcept {
           .count());
 }
 
-}  // namespace
-
-namespace {
 thread_local int retrying = 0;  // Cache::Retry scopes open on this thread
+
 }  // namespace
 
 Cache::Retry::Retry() noexcept {
