@@ -134,6 +134,14 @@ int munmap(void* addr, std::size_t len) noexcept {
   return as<int>(::syscall(SYS_munmap, addr, len));
 }
 
+int madvise(void* addr, std::size_t len, int advice) noexcept {
+  long rc;
+  do {
+    rc = ::syscall(SYS_madvise, addr, len, advice);
+  } while (rc < 0 && errno == EINTR);
+  return as<int>(rc);
+}
+
 long getdents64(int fd, void* buf, std::size_t len) noexcept {
   return ::syscall(SYS_getdents64, fd, buf, len);
 }

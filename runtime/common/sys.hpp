@@ -40,6 +40,8 @@ int flock(int fd, int op) noexcept;
 int dup(int fd) noexcept;
 void* mmap(void* addr, std::size_t len, int prot, int flags, int fd, off_t offset) noexcept;
 int munmap(void* addr, std::size_t len) noexcept;
+// Retries EINTR (MADV_POPULATE_* can be interrupted).
+int madvise(void* addr, std::size_t len, int advice) noexcept;
 // getdents64 into buf; returns the bytes filled, 0 at the end, or -1.
 long getdents64(int fd, void* buf, std::size_t len) noexcept;
 int access(const char* path, int mode) noexcept;

@@ -129,6 +129,31 @@ Result<std::uint64_t> Arena::reserve(std::uint64_t length) {
   return take(length, false);
 }
 
+// Backs [start, start + length) with real pages now, because a store into an unbacked page of a
+// full tmpfs raises SIGBUS where this returns an error. MADV_POPULATE_WRITE (Linux 5.14) allocates
+// the pages and fills this process's page tables in one call: the copy that follows, by this
+// process's reader or its progress thread receiving from another node, then takes no page fault.
+// Faulting page by page was the largest single cost of a cold pass (a fault per 4 KiB written,
+// docs/benchmarks.md). Where MADV_POPULATE_WRITE is unknown, fallocate backs the range and the
+// copy faults as before.
+Status Arena::back_range(std::uint64_t start, std::uint64_t length) {
+  const std::uint64_t first = start / kPage * kPage;
+  const std::uint64_t end = align_up(start + length, kPage);
+  if (populate_.load(std::memory_order_relaxed)) {
+    if (sys::madvise(base_ + first, end - first, MADV_POPULATE_WRITE) == 0) return {};
+    const int err = errno;
+    // EFAULT is what a full tmpfs gives here (the store would have raised SIGBUS).
+    if (err == EFAULT) return {Errc::kNoSpace, ENOSPC, "no space left for arena " + path_};
+    if (err != EINVAL) return from_errno(err, "cannot back arena " + path_);
+    populate_.store(false, std::memory_order_relaxed);
+  }
+  if (sys::fallocate(fd_.get(), 0, static_cast<off_t>(start), static_cast<off_t>(length)) != 0 &&
+      errno != EOPNOTSUPP) {
+    return from_errno(errno, "cannot back arena " + path_);
+  }
+  return {};
+}
+
 Result<std::uint64_t> Arena::take(std::uint64_t length, bool back) {
   if (!writable_) return Status(Errc::kInvalidArgument, EBADF, "arena is read-only");
   if (length == 0) length = 1;
@@ -145,16 +170,11 @@ Result<std::uint64_t> Arena::take(std::uint64_t length, bool back) {
     }
   } while (!next_.compare_exchange_weak(offset, start + length, std::memory_order_relaxed));
   if (!back) return start;
-  // Back the range with real pages now: a store into an unbacked page of a full tmpfs would
-  // raise SIGBUS instead of returning ENOSPC.
-  if (sys::fallocate(fd_.get(), 0, static_cast<off_t>(start), static_cast<off_t>(length)) != 0) {
-    const int err = errno;
-    if (err != EOPNOTSUPP) {
-      full_.store(true, std::memory_order_relaxed);
-      LARDER_LOG_LIMITED(kWarn, "arena {} cannot grow by {} bytes: {}; reads go to the file system",
-                         path_, length, log::errno_text(err));
-      return from_errno(err, "cannot back arena " + path_);
-    }
+  if (const Status st = back_range(start, length); !st.ok()) {
+    full_.store(true, std::memory_order_relaxed);
+    LARDER_LOG_LIMITED(kWarn, "arena {} cannot grow by {} bytes ({}); reads go to the file system",
+                       path_, length, st.message());
+    return st;
   }
   return start;
 }

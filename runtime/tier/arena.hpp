@@ -60,6 +60,7 @@ class Arena {
  private:
   Arena(std::string path, UniqueFd fd, std::byte* base, std::uint64_t capacity, bool writable);
   Result<std::uint64_t> take(std::uint64_t length, bool back);
+  Status back_range(std::uint64_t start, std::uint64_t length);
 
   std::string path_;
   UniqueFd fd_;
@@ -68,6 +69,7 @@ class Arena {
   bool writable_ = false;
   std::atomic<std::uint64_t> next_{0};  // relaxed: the CAS itself orders the reservation
   std::atomic<bool> full_{false};       // relaxed: a hint to stop trying
+  std::atomic<bool> populate_{true};  // relaxed: false once the kernel refused MADV_POPULATE_WRITE
 };
 
 }  // namespace larder
