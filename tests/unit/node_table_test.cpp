@@ -1,6 +1,8 @@
 #include "runtime/node/node_table.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
@@ -82,6 +84,49 @@ TEST_F(NodeTableTest, ReadersNeverSeeHalfARenewedAnswer) {
   done.store(true);
   reader.join();
   EXPECT_EQ(torn.load(), 0);
+}
+
+// Waiters mark a RESOLVING entry before they sleep, and only a marked entry is woken: every
+// order of waiter and resolver must still end with the waiter holding the answer (or the failure).
+TEST_F(NodeTableTest, AWaiterGetsTheAnswerOrTheFailureWhicheverComesFirst) {
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    const Key k = key_of(100 + i);
+    NodeTable::Found claimed = table->acquire(k, std::chrono::milliseconds(0));
+    ASSERT_EQ(claimed.outcome, NodeTable::Found::Outcome::kClaimed);
+    NodeTable::Found waited;
+    std::thread waiter([&] { waited = table->acquire(k, std::chrono::seconds(60)); });
+    const bool fails = i % 2 == 1;
+    if (fails) {
+      table->fail(claimed.slot);
+    } else {
+      table->publish(claimed.slot, filled(static_cast<std::uint8_t>(i)));
+    }
+    waiter.join();
+    if (fails) {
+      EXPECT_EQ(waited.outcome, NodeTable::Found::Outcome::kFailed) << "round " << i;
+    } else {
+      ASSERT_EQ(waited.outcome, NodeTable::Found::Outcome::kReady) << "round " << i;
+      EXPECT_EQ(waited.payload, filled(static_cast<std::uint8_t>(i)));
+    }
+  }
+}
+
+// A process that claimed an entry and died: the ranks waiting on it see FAILED (and resolve for
+// themselves), they do not wait out their timeout.
+TEST_F(NodeTableTest, AnEntryWhoseResolverDiedIsFailed) {
+  const Key k = key_of(7);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // claims through the shared mapping, then dies without answering
+    const bool claimed = table->acquire(k, std::chrono::milliseconds(0)).outcome ==
+                         NodeTable::Found::Outcome::kClaimed;
+    ::_exit(claimed ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const NodeTable::Found f = table->acquire(k, std::chrono::seconds(60));
+  EXPECT_EQ(f.outcome, NodeTable::Found::Outcome::kFailed);
 }
 
 }  // namespace
