@@ -70,9 +70,15 @@ struct MessageReads::Pending {
   // Called once, by whoever took the piece from the table.
   void finish(Status s) {
     status = std::move(s);
-    std::lock_guard lock(batch->mu);
-    done.store(true, std::memory_order_release);
-    if (--batch->unfinished == 0) batch->cv.notify_all();
+    bool last = false;
+    {
+      std::lock_guard lock(batch->mu);
+      done.store(true, std::memory_order_release);
+      last = --batch->unfinished == 0;
+    }
+    // After the unlock (the reader would block on the lock at once); `batch` lives on in this
+    // piece, which its finisher holds.
+    if (last) batch->cv.notify_all();
   }
 };
 

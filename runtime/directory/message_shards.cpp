@@ -393,26 +393,30 @@ void MessageShards::on_reply(int from, std::span<const std::byte> body) {
   RequestHeader h;
   if (body.size() < sizeof h) return;
   std::memcpy(&h, body.data(), sizeof h);
-  std::lock_guard lock(mu_);
-  auto it = pending_.find(h.id);
-  if (it == pending_.end()) return;  // its flush gave up
-  Request& r = *it->second;
-  if (r.target != from) return;
-  std::size_t need = sizeof h;
-  for (const Op& op : r.ops) need += reply_bytes(op);
-  if (h.error != 0 || h.ops != r.ops.size() || body.size() < need) {
-    r.status = Status(Errc::kInvalidArgument, h.error != 0 ? h.error : EPROTO,
-                      "rank " + std::to_string(from) + " refused directory operations");
-  } else {
-    std::size_t at = sizeof h;
-    for (const Op& op : r.ops) {
-      const std::size_t n = op.kind == Kind::kGet ? op.bytes : reply_bytes(op);
-      if (n > 0) std::memcpy(op.out, body.data() + at, n);
-      at += reply_bytes(op);
+  {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(h.id);
+    if (it == pending_.end()) return;  // its flush gave up
+    Request& r = *it->second;
+    if (r.target != from) return;
+    std::size_t need = sizeof h;
+    for (const Op& op : r.ops) need += reply_bytes(op);
+    if (h.error != 0 || h.ops != r.ops.size() || body.size() < need) {
+      r.status = Status(Errc::kInvalidArgument, h.error != 0 ? h.error : EPROTO,
+                        "rank " + std::to_string(from) + " refused directory operations");
+    } else {
+      std::size_t at = sizeof h;
+      for (const Op& op : r.ops) {
+        const std::size_t n = op.kind == Kind::kGet ? op.bytes : reply_bytes(op);
+        if (n > 0) std::memcpy(op.out, body.data() + at, n);
+        at += reply_bytes(op);
+      }
     }
+    r.done = true;
+    pending_.erase(it);
   }
-  r.done = true;
-  pending_.erase(it);
+  // After the unlock: a waiter woken under the lock would block on it again at once (a second
+  // context switch per reply on a busy node).
   answered_.notify_all();
 }
 
