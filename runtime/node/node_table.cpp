@@ -60,6 +60,7 @@ constexpr std::uint32_t kResolvingWaited = 4;
 bool resolving(std::uint32_t state) noexcept {
   return state == kResolving || state == kResolvingWaited;
 }
+
 constexpr auto kSlice = std::chrono::milliseconds(100);
 
 std::int64_t monotonic_ns() noexcept {
@@ -145,7 +146,6 @@ std::uint32_t NodeTable::wait_resolved(Entry& e, std::chrono::steady_clock::time
       st = e.state.load(std::memory_order_acquire);
     }
   }
-
   return st;
 }
 
