@@ -61,6 +61,20 @@ class Job:
         And so no slow unwinding at each malloc either (the preset asks for it so that leak
         stacks through libraries without frame pointers match the suppressions): Python mallocs
         constantly, and a 4-rank PyTorch job took minutes instead of seconds with it."""
+        return self.unowned_env(env)
+
+    def owns(self, program):
+        """Whether `program` (a job's argv[0]) was built by this project: only those are leak
+        checked under the sanitizers."""
+        build = build_dir(self.args.preload)
+        return build is not None and \
+            os.path.realpath(shutil.which(program) or program).startswith(build + os.sep)
+
+    def unowned_env(self, env):
+        """`env` for a program the project does not own (Python, bash, a wrapper script and what
+        it runs, hostname, env, numactl, bwrap): the ASan runtime stays preloaded under Larder's
+        library, but LeakSanitizer does not judge the program's own leaks (Debian's `hostname`
+        leaks 128 bytes and exits 1 under a leak check; abort_on_error made that 134)."""
         if not self.args.asan_lib:
             return env
         env = dict(env)
@@ -79,8 +93,8 @@ class Job:
             cmd = [self.args.mpiexec, "-n", str(n), "-bind-to", "none"]
         launcher_env = dict(env)
         launcher_env.pop("LD_PRELOAD", None)  # the launcher itself runs without Larder
-        if argv[0] == PYTHON:
-            launcher_env = self.python_env(launcher_env)
+        if not self.owns(argv[0]):
+            launcher_env = self.unowned_env(launcher_env)
         if self.args.mpi != "openmpi" and "LD_PRELOAD" in env:
             cmd += ["-genv", "LD_PRELOAD", env["LD_PRELOAD"]]
         proc = subprocess.run(cmd + argv, env=launcher_env, timeout=timeout * self.args.timeout_scale,
@@ -130,6 +144,17 @@ class Job:
         """The last check of a test: nothing of its jobs is left."""
         self.check_clean()
         check(True, "no processes or larder files left")
+
+
+def build_dir(path):
+    """The CMake build tree that `path` (the preload library) was built in: the nearest directory
+    above it that holds a CMakeCache.txt, or None."""
+    d = os.path.dirname(os.path.realpath(path))
+    while d != os.path.dirname(d):
+        if os.path.exists(os.path.join(d, "CMakeCache.txt")):
+            return d
+        d = os.path.dirname(d)
+    return None
 
 
 def fnv_hex(data):
