@@ -13,22 +13,31 @@ cd "$(dirname "$0")/.."
 quick=0
 [[ ${1:-} == --quick ]] && quick=1
 
+started=$SECONDS
+timing() { printf 'test.sh: %-28s %4d s (%d min in all)\n' "$1" "$2" $(((SECONDS - started) / 60)); }
+t=$SECONDS
 scripts/setup.sh
+timing setup $((SECONDS - t))
 
 step() { printf '\n==== %s ====\n' "$*"; }
 run_preset() {
-  local preset=$1
+  local preset=$1 t=$SECONDS
   step "configure + build: $preset"
   cmake --preset "$preset" >/dev/null
   cmake --build --preset "$preset"
+  timing "build $preset" $((SECONDS - t))
+  t=$SECONDS
   step "test: $preset"
   ctest --preset "$preset"
+  timing "tests $preset" $((SECONDS - t))
 }
 
 run_preset release
 if [[ $quick -eq 0 ]]; then
   step "lint: clang-tidy"
+  t=$SECONDS
   scripts/lint.sh
+  timing lint $((SECONDS - t))
   run_preset asan
   run_preset tsan
   run_preset openmpi
