@@ -87,24 +87,25 @@ Status write_tfrecord(const std::string& path, Dims dims, std::int64_t samples,
   const std::uint64_t data_len = frame.prefix.size() + image + frame.suffix.size();
   std::string head(8, '\0');
   for (int i = 0; i < 8; ++i) head[i] = static_cast<char>((data_len >> (8 * i)) & 0xff);
-  const std::uint32_t len_crc = crc32c_mask(crc32c_extend(0, bytes_of(head)));
+  const std::uint32_t len_crc = crc32c_mask(crc32c(bytes_of(head)));
   for (int i = 0; i < 4; ++i) head += static_cast<char>((len_crc >> (8 * i)) & 0xff);
   std::vector<std::uint8_t> buf(static_cast<std::size_t>(std::min<std::uint64_t>(image, kChunk)));
   index_out.clear();
   for (std::int64_t k = 0; k < samples; ++k) {
     const std::uint64_t start = out.position();
-    std::uint32_t crc = crc32c_extend(0, bytes_of(frame.prefix));
+    Crc32c crc;
+    crc.process_bytes(frame.prefix.data(), frame.prefix.size());
     Status s = out.write(head);
     if (s.ok()) s = out.write(frame.prefix);
     for (std::uint64_t off = 0; s.ok() && off < image; off += buf.size()) {
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(image - off, kChunk));
       const std::span<std::uint8_t> chunk(buf.data(), n);
       fill_content(seed, static_cast<std::uint64_t>(k) * image + off, chunk);
-      crc = crc32c_extend(crc, chunk);
+      crc.process_bytes(chunk.data(), chunk.size());
       s = out.write(chunk);
     }
-    crc = crc32c_extend(crc, bytes_of(frame.suffix));
-    const std::uint32_t masked = crc32c_mask(crc);
+    crc.process_bytes(frame.suffix.data(), frame.suffix.size());
+    const std::uint32_t masked = crc32c_mask(crc.checksum());
     std::string tail = frame.suffix;
     for (int i = 0; i < 4; ++i) tail += static_cast<char>((masked >> (8 * i)) & 0xff);
     if (s.ok()) s = out.write(tail);
