@@ -46,3 +46,16 @@ install(FILES ${CMAKE_BINARY_DIR}/cmake/LarderConfig.cmake
 file(RELATIVE_PATH LARDER_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(cmake/larder.pc.in ${CMAKE_BINARY_DIR}/cmake/larder.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/cmake/larder.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# An environment-modules file (Lmod and Tcl modules): `module use <prefix>/share/modulefiles`,
+# `module load larder`. The prefix is only known at install time (cmake --install --prefix P), so
+# the file is configured twice: here with everything but the prefix, at install with it.
+set(LARDER_MODULE_PREFIX "@LARDER_MODULE_PREFIX@")  # kept for the second pass
+configure_file(cmake/larder.modulefile.in ${CMAKE_BINARY_DIR}/cmake/larder.modulefile.in @ONLY)
+set(LARDER_MODULE_NAME larder/${PROJECT_VERSION}-${LARDER_MPI})
+install(CODE "
+  set(LARDER_MODULE_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(_module \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/modulefiles/${LARDER_MODULE_NAME}\")
+  message(STATUS \"Installing: \${_module}\")
+  configure_file(\"${CMAKE_BINARY_DIR}/cmake/larder.modulefile.in\" \"\${_module}\" @ONLY)
+")

@@ -45,12 +45,12 @@ PACKAGES=(
   mpich libmpich-dev openmpi-bin libopenmpi-dev
   libucx-dev ucx-utils
   libboost-program-options-dev libgtest-dev libgmock-dev
-  libyaml-cpp-dev libxxhash-dev libfmt-dev nlohmann-json3-dev libzip-dev zlib1g-dev libaec-dev
+  libyaml-cpp-dev libxxhash-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libaec-dev
   python3 python3-dev python3-numpy python3-mpi4py python3-torch python3-yaml python3-lmdb
   cython3 python3-pkgconfig python3-setuptools python3-pip
   slurm-wlm slurmctld slurmd slurm-client munge
   gnuplot-nox sshfs openssh-server openssh-client fuse3 iproute2 procps psmisc
-  numactl bubblewrap
+  numactl bubblewrap lmod squashfs-tools squashfuse
 )
 
 missing_packages() {

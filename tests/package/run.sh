@@ -78,5 +78,48 @@ out=$(cd "$work" && PYTHONPATH=${files[python_dir]} /usr/bin/python3 -c \
 ok "import larder from the installed package loads ${out#off "$prefix"/}"
 run_logged tool "$prefix/bin/larder-stat" --help
 ok "installed tools find liblarder.so (larder-stat --help)"
+
+# The environment module, loaded with Debian's Lmod (scripts/setup.sh installs it) in a shell
+# that has nothing of Larder's: `module load larder` prints nothing and sets what the user guide
+# has users set by hand; `module unload larder` takes it all back.
+lmod_init=/usr/share/lmod/lmod/init/bash
+[[ -f $lmod_init ]] || fail "Lmod is not installed ($lmod_init): run scripts/setup.sh"
+modules=$prefix/share/modulefiles
+[[ -n $(find "$modules/larder" -type f) ]] || fail "no modulefile under $modules/larder"
+# shellcheck disable=SC2016  # expanded by the inner shell
+env -i HOME="$HOME" PATH=/usr/bin:/bin bash --noprofile --norc -c '
+  source "$1" >/dev/null 2>&1 || exit 2
+  module use "$2"
+  module load larder >"$3/module.out" 2>&1 || { cat "$3/module.out"; exit 3; }
+  env | sort >"$3/module.env"
+  module unload larder >>"$3/module.out" 2>&1 || exit 4
+  env | grep -E "^(LARDER_|PYTHONPATH|HDF5_PLUGIN_PATH|CMAKE_PREFIX_PATH|PKG_CONFIG_PATH)=" \
+    >"$3/module.after" || true
+  echo "$PATH" >"$3/module.path"
+' lmod "$lmod_init" "$modules" "$work" || fail "module load/unload larder (exit $?)"
+[[ ! -s $work/module.out ]] || { cat "$work/module.out"; fail "module load larder printed something"; }
+declare -A menv
+while IFS='=' read -r key value; do menv[$key]=$value; done <"$work/module.env"
+[[ ${menv[LARDER_PRELOAD_LIB]} -ef ${files[preload]} ]] ||
+  fail "LARDER_PRELOAD_LIB is ${menv[LARDER_PRELOAD_LIB]:-unset}, the preload is ${files[preload]}"
+[[ -f ${menv[LARDER_AUDIT_LIB]} && ${menv[LARDER_AUDIT_LIB]} == */liblarder_audit.so ]] ||
+  fail "LARDER_AUDIT_LIB is ${menv[LARDER_AUDIT_LIB]:-unset}"
+[[ ${menv[LARDER_HOME]} -ef $prefix ]] || fail "LARDER_HOME is ${menv[LARDER_HOME]:-unset}"
+[[ ${menv[PYTHONPATH]%%:*} -ef ${files[python_dir]} ]] || fail "PYTHONPATH is ${menv[PYTHONPATH]:-unset}"
+[[ -f ${menv[HDF5_PLUGIN_PATH]%%:*}/liblarder_vol.so || ${files[hdf5_plugin_dir]} == none ]] ||
+  fail "HDF5_PLUGIN_PATH is ${menv[HDF5_PLUGIN_PATH]:-unset}"
+[[ -f ${menv[CMAKE_PREFIX_PATH]%%:*}/lib/cmake/Larder/LarderConfig.cmake ]] ||
+  fail "CMAKE_PREFIX_PATH is ${menv[CMAKE_PREFIX_PATH]:-unset}"
+[[ $(PKG_CONFIG_PATH=${menv[PKG_CONFIG_PATH]} pkg-config --variable=preload larder) -ef ${files[preload]} ]] ||
+  fail "pkg-config with the module's PKG_CONFIG_PATH does not find larder.pc"
+[[ -x ${menv[PATH]%%:*}/larder-stat ]] || fail "PATH does not start with the tools: ${menv[PATH]}"
+out=$(cd "$work" && env -i PATH="${menv[PATH]}" PYTHONPATH="${menv[PYTHONPATH]}" LARDER_LOG=error \
+  python3 -c 'import larder; print(larder.library)' 2>&1) || fail "import larder after module load: $out"
+[[ $out -ef $prefix/lib/liblarder.so || $out == "$prefix"/* ]] || fail "import larder loads $out"
+ok "module load larder: silent; LARDER_PRELOAD_LIB, LARDER_AUDIT_LIB, PATH, PYTHONPATH, HDF5_PLUGIN_PATH, CMAKE_PREFIX_PATH and PKG_CONFIG_PATH point into the prefix"
+[[ ! -s $work/module.after && $(cat "$work/module.path") != *"$prefix"* ]] ||
+  fail "module unload larder left: $(cat "$work/module.after" "$work/module.path")"
+ok "module unload larder takes every variable back"
+
 [[ -z $(find "$LARDER_SHM_DIR" "$LARDER_DIR" -type f) ]] || fail "larder files left behind"
 echo "package ok"
