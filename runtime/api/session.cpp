@@ -70,7 +70,7 @@ void Session::build_node_table() {
   const bool leader = topology_.leader_of(node) == topology_.rank;
   Status made;
   if (leader) {
-    auto table = NodeTable::create(path, config_.node_slots);
+    auto table = NodeTable::create(path, NodeTable::kFirstLevel, config_.node_slots);
     if (table.ok()) {
       node_table_ = std::move(*table);
     } else {
@@ -85,7 +85,7 @@ void Session::build_node_table() {
     return;
   }
   if (!leader) {
-    auto table = NodeTable::attach(path);
+    auto table = NodeTable::attach(path, config_.node_slots);
     if (table.ok()) {
       node_table_ = std::move(*table);
     } else {

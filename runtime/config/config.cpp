@@ -208,8 +208,8 @@ Result<Config> Config::parse(const Lookup& lookup) {
   }
   if (auto v = get("LARDER_NODE_SLOTS")) {
     auto n = parse_int<std::uint32_t>(*v);
-    if (!n || *n < 64 || *n > (1u << 24)) {
-      return bad("LARDER_NODE_SLOTS", *v, "an integer between 64 and 16777216");
+    if (!n || *n < 64 || *n > (1u << 31)) {
+      return bad("LARDER_NODE_SLOTS", *v, "an integer between 64 and 2147483648");
     }
     c.node_slots = *n;
   }

@@ -61,8 +61,10 @@ struct Config {
   std::uint32_t group = kAutoGroup;
   // The nodes per group for a job of `nodes` nodes (0: no groups).
   std::uint32_t group_size(std::uint64_t nodes) const noexcept;
-  std::uint32_t node_slots = 1u << 16;  // LARDER_NODE_SLOTS: node table entries
-  std::uint32_t list_ahead = 4096;      // LARDER_LIST_AHEAD: entries of a listed directory resolved
+  // LARDER_NODE_SLOTS: the most entries the node table grows to (192 bytes each; it starts at
+  // 65,536 and grows in levels as the node reads: docs/protocol.md, "The node level")
+  std::uint32_t node_slots = 1u << 26;
+  std::uint32_t list_ahead = 4096;  // LARDER_LIST_AHEAD: entries of a listed directory resolved
   std::uint64_t small_file = 256ull << 10;    // LARDER_SMALL_FILE: loaded whole with its stat
   std::vector<std::string> wrappers;          // LARDER_WRAPPERS: more exec wrapper names
   std::vector<std::string> forking_wrappers;  // LARDER_FORKING_WRAPPERS: more forking ones

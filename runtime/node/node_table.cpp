@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -13,6 +14,7 @@
 #include <new>
 #include <thread>
 
+#include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
 #include "runtime/common/unique_fd.hpp"
 
@@ -46,7 +48,8 @@ namespace {
 // The table is mapped with its page tables filled: a key lands on any of its pages, so a process
 // would otherwise fault once per page it touches (measured: 17 % of the page faults of the 8-rank
 // tree run's cold pass, each process faulting on the same pages). Filling them at attach costs one
-// system call per process, and the table is a fixed size (LARDER_NODE_SLOTS), 12 MiB by default.
+// system call per process and level; level 0 is 12 MiB by default, and a level is mapped by a
+// process only once it needs it.
 constexpr int kNodeTableMapping = MAP_SHARED | MAP_POPULATE;
 
 constexpr std::uint32_t kClaiming = 0;  // the word is set, the rest not yet
@@ -149,18 +152,95 @@ std::uint32_t NodeTable::wait_resolved(Entry& e, std::chrono::steady_clock::time
   return st;
 }
 
+std::uint32_t NodeTable::level_entries(int l) const noexcept {
+  std::uint64_t before = 0;
+  std::uint64_t size = first_.entries;
+  for (int i = 0; i < l; ++i) {
+    before += size;
+    size *= 2;
+  }
+  if (before >= max_ || l >= kMaxLevels) return 0;
+  return static_cast<std::uint32_t>(
+      std::min<std::uint64_t>({size, max_ - before, std::uint64_t{1} << kIndexBits}));
+}
+
+Result<NodeTable::Level> NodeTable::map_level(int l, bool create) const {
+  const std::uint32_t entries = level_entries(l);
+  const std::size_t bytes = bytes_for(entries);
+  const std::string path = path_ + "." + std::to_string(l);
+  UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid() && errno == ENOENT && create) {
+    // Made whole under a name of this process's, then linked into place: a process that opens
+    // the level's name finds it at its full size, and of two creators one link wins.
+    const std::string tmp =
+        path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
+    UniqueFd made(sys::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!made.valid()) return from_errno(errno, "cannot create node table level " + tmp);
+    if (sys::fallocate(made.get(), 0, 0, static_cast<off_t>(bytes)) != 0) {
+      const int err = errno;
+      sys::unlink(tmp.c_str());
+      return from_errno(err, "cannot allocate node table level " + path);
+    }
+    const int linked = ::link(tmp.c_str(), path.c_str()) == 0 ? 0 : errno;
+    sys::unlink(tmp.c_str());
+    if (linked != 0 && linked != EEXIST) return from_errno(linked, "cannot link " + path);
+    fd = UniqueFd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  }
+  if (!fd.valid()) return from_errno(errno, "cannot open node table level " + path);
+  struct stat st {};
+  if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat " + path);
+  if (static_cast<std::size_t>(st.st_size) != bytes) {
+    return Status(Errc::kInvalidArgument, EINVAL, "node table level " + path + " has a bad size");
+  }
+  void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kNodeTableMapping, fd.get(), 0);
+  if (p == MAP_FAILED) return from_errno(errno, "cannot map node table level " + path);
+  return Level{static_cast<Entry*>(p), entries};
+}
+
+const NodeTable::Level* NodeTable::level(int l, bool create) const {
+  if (l >= kMaxLevels) return nullptr;
+  if (const Level* lv = levels_[l].load(std::memory_order_acquire); lv != nullptr) return lv;
+  if (level_entries(l) == 0 || exhausted_.load(std::memory_order_relaxed)) return nullptr;
+  const std::lock_guard lock(grow_);
+  if (const Level* lv = levels_[l].load(std::memory_order_acquire); lv != nullptr) return lv;
+  auto mapped = map_level(l, create);
+  if (!mapped.ok()) {
+    if (create) {
+      exhausted_.store(true, std::memory_order_relaxed);
+      LARDER_LOG_INFO("the node table stays at {} levels: {}", l, mapped.status().message());
+    }
+    return nullptr;
+  }
+  owned_[l] = std::make_unique<Level>(*mapped);
+  levels_[l].store(owned_[l].get(), std::memory_order_release);
+  return owned_[l].get();
+}
+
+NodeTable::Entry* NodeTable::entry_at(std::uint32_t slot) const noexcept {
+  const int l = static_cast<int>(slot >> kIndexBits);
+  const std::uint32_t i = slot & ((1u << kIndexBits) - 1);
+  if (l >= kMaxLevels) return nullptr;
+  const Level* lv = levels_[l].load(std::memory_order_acquire);
+  if (lv == nullptr || i >= lv->entries) return nullptr;
+  return &lv->table[i];
+}
+
 NodeTable::Entry* NodeTable::entry_of(const Key& key, std::uint32_t* slot) const noexcept {
-  const auto start = static_cast<std::uint32_t>(key.check % entries_);
-  for (int probe = 0; probe < kMaxProbe; ++probe) {
-    const std::uint32_t i = (start + static_cast<std::uint32_t>(probe)) % entries_;
-    Entry& e = table_[i];
-    const std::uint64_t w = e.word.load(std::memory_order_acquire);
-    if (w == 0) return nullptr;
-    if (w != key.word) continue;
-    if (e.state.load(std::memory_order_acquire) == kClaiming) return nullptr;
-    if (e.check != key.check) continue;
-    *slot = i;
-    return &e;
+  for (int l = 0; l < kMaxLevels; ++l) {
+    const Level* lv = level(l, false);
+    if (lv == nullptr) return nullptr;
+    const auto start = static_cast<std::uint32_t>(key.check % lv->entries);
+    for (int probe = 0; probe < kMaxProbe; ++probe) {
+      const std::uint32_t i = (start + static_cast<std::uint32_t>(probe)) % lv->entries;
+      Entry& e = lv->table[i];
+      const std::uint64_t w = e.word.load(std::memory_order_acquire);
+      if (w == 0) return nullptr;
+      if (w != key.word) continue;
+      if (e.state.load(std::memory_order_acquire) == kClaiming) return nullptr;
+      if (e.check != key.check) continue;
+      *slot = (static_cast<std::uint32_t>(l) << kIndexBits) | i;
+      return &e;
+    }
   }
   return nullptr;
 }
@@ -169,15 +249,40 @@ std::size_t NodeTable::bytes_for(std::uint32_t entries) noexcept {
   return static_cast<std::size_t>(entries) * sizeof(Entry);
 }
 
-NodeTable::NodeTable(std::string path, Entry* entries, std::uint32_t count, std::size_t bytes)
-    : path_(std::move(path)), table_(entries), entries_(count), bytes_(bytes) {}
-
-NodeTable::~NodeTable() {
-  if (table_ != nullptr) sys::munmap(table_, bytes_);
+NodeTable::NodeTable(std::string path, Level first, std::uint64_t max)
+    : path_(std::move(path)), max_(max), first_(first) {
+  levels_[0].store(&first_, std::memory_order_release);
 }
 
-Result<std::unique_ptr<NodeTable>> NodeTable::create(const std::string& path,
-                                                     std::uint32_t entries) {
+NodeTable::~NodeTable() {
+  for (int l = 0; l < kMaxLevels; ++l) {
+    const Level* lv = levels_[l].load(std::memory_order_acquire);
+    if (lv != nullptr) sys::munmap(lv->table, bytes_for(lv->entries));
+  }
+}
+
+std::uint64_t NodeTable::entries() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& lv : levels_) {
+    const Level* p = lv.load(std::memory_order_acquire);
+    if (p != nullptr) n += p->entries;
+  }
+  return n;
+}
+
+std::uint64_t NodeTable::bytes() const noexcept {
+  return entries() * sizeof(Entry);
+}
+
+int NodeTable::levels() const noexcept {
+  int n = 0;
+  for (const auto& lv : levels_) n += lv.load(std::memory_order_acquire) != nullptr ? 1 : 0;
+  return n;
+}
+
+Result<std::unique_ptr<NodeTable>> NodeTable::create(const std::string& path, std::uint32_t first,
+                                                     std::uint64_t max) {
+  const auto entries = static_cast<std::uint32_t>(std::min<std::uint64_t>(first, max));
   if (entries == 0) return invalid_argument("a node table needs at least one entry");
   UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!fd.valid()) return from_errno(errno, "cannot create node table " + path);
@@ -194,22 +299,23 @@ Result<std::unique_ptr<NodeTable>> NodeTable::create(const std::string& path,
     sys::unlink(path.c_str());
     return from_errno(err, "cannot map node table " + path);
   }
-  return std::unique_ptr<NodeTable>(new NodeTable(path, static_cast<Entry*>(p), entries, bytes));
+  return std::unique_ptr<NodeTable>(
+      new NodeTable(path, Level{static_cast<Entry*>(p), entries}, max));
 }
 
-Result<std::unique_ptr<NodeTable>> NodeTable::attach(const std::string& path) {
+Result<std::unique_ptr<NodeTable>> NodeTable::attach(const std::string& path, std::uint64_t max) {
   UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return from_errno(errno, "cannot open node table " + path);
   struct stat st {};
   if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat " + path);
   const auto bytes = static_cast<std::size_t>(st.st_size);
-  if (bytes == 0 || bytes % sizeof(Entry) != 0) {
+  if (bytes == 0 || bytes % sizeof(Entry) != 0 || bytes / sizeof(Entry) > (1u << kIndexBits)) {
     return Status(Errc::kInvalidArgument, EINVAL, "node table " + path + " has a bad size");
   }
   void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kNodeTableMapping, fd.get(), 0);
   if (p == MAP_FAILED) return from_errno(errno, "cannot map node table " + path);
   return std::unique_ptr<NodeTable>(new NodeTable(
-      path, static_cast<Entry*>(p), static_cast<std::uint32_t>(bytes / sizeof(Entry)), bytes));
+      path, Level{static_cast<Entry*>(p), static_cast<std::uint32_t>(bytes / sizeof(Entry))}, max));
 }
 
 NodeTable::Found NodeTable::find(const Key& key) const {
@@ -228,10 +334,23 @@ NodeTable::Found NodeTable::find(const Key& key) const {
 
 NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  const auto start = static_cast<std::uint32_t>(key.check % entries_);
-  for (int probe = 0; probe < kMaxProbe; ++probe) {
-    const std::uint32_t slot = (start + static_cast<std::uint32_t>(probe)) % entries_;
-    Entry& e = table_[slot];
+  for (int l = 0; l < kMaxLevels; ++l) {
+    const Level* lv = level(l, true);
+    if (lv == nullptr) break;
+    Found f = acquire_in(*lv, l, key, deadline);
+    if (f.outcome != Found::Outcome::kFull) return f;
+  }
+  return Found{Found::Outcome::kFull};
+}
+
+NodeTable::Found NodeTable::acquire_in(const Level& lv, int l, const Key& key,
+                                       std::chrono::steady_clock::time_point deadline) {
+  const auto start = static_cast<std::uint32_t>(key.check % lv.entries);
+  const std::uint32_t tag = static_cast<std::uint32_t>(l) << kIndexBits;
+  const int probes = static_cast<int>(std::min<std::uint32_t>(kMaxProbe, lv.entries));
+  for (int probe = 0; probe < probes; ++probe) {
+    const std::uint32_t i = (start + static_cast<std::uint32_t>(probe)) % lv.entries;
+    Entry& e = lv.table[i];
     std::uint64_t w = e.word.load(std::memory_order_acquire);
     if (w == 0) {
       std::uint64_t expected = 0;
@@ -241,7 +360,7 @@ NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds ti
         e.state.store(kResolving, std::memory_order_release);
         Found f;
         f.outcome = Found::Outcome::kClaimed;
-        f.slot = slot;
+        f.slot = tag | i;
         return f;
       }
       w = expected;
@@ -255,7 +374,7 @@ NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds ti
     }
     if (e.check != key.check) continue;
     Found f;
-    f.slot = slot;
+    f.slot = tag | i;
     for (;;) {
       bool timed_out = false;
       st = wait_resolved(e, deadline, &timed_out);
@@ -303,8 +422,9 @@ NodeTable::Found NodeTable::renew(const Key& key, const Payload& seen,
 }
 
 void NodeTable::publish(std::uint32_t slot, const Payload& payload) {
-  if (slot >= entries_) return;
-  Entry& e = table_[slot];
+  Entry* entry = entry_at(slot);
+  if (entry == nullptr) return;
+  Entry& e = *entry;
   store_payload(e, payload);
   if (e.state.exchange(kReady, std::memory_order_acq_rel) == kResolvingWaited) {
     futex_wake_all(&e.state);
@@ -312,8 +432,9 @@ void NodeTable::publish(std::uint32_t slot, const Payload& payload) {
 }
 
 void NodeTable::fail(std::uint32_t slot) {
-  if (slot >= entries_) return;
-  Entry& e = table_[slot];
+  Entry* entry = entry_at(slot);
+  if (entry == nullptr) return;
+  Entry& e = *entry;
   if (e.state.exchange(kFailed, std::memory_order_acq_rel) == kResolvingWaited) {
     futex_wake_all(&e.state);
   }

@@ -14,8 +14,18 @@
 // Open addressing with linear probing (64 probes); an entry is claimed by a compare-and-swap of
 // its key word. A READY entry's answer can be renewed in place (renew(): a path's answer checked
 // against the PFS again after LARDER_REVALIDATE, by one rank for the node); readers copy answers
-// under a sequence lock, so they never see half of one. A full table answers kFull: the caller
-// asks the directory itself. Lock-free; thread- and process-safe.
+// under a sequence lock, so they never see half of one. Lock-free; thread- and process-safe.
+//
+// The table grows with what the node reads, in levels: level 0 is the file the leader creates
+// (`first` entries); a key whose 64 probes in level L find only other keys goes on to level L+1,
+// twice the size of L, a file beside the first (<path>.<L>) that the first process to need it
+// creates (whole, then linked into place: every process maps the same one) and the others map
+// when they first reach it. Entries are never removed, so a key that went on from level L did so
+// because those 64 slots were taken, and they still are for everyone looking for it later: every
+// process finds a key in the same level. Levels stop at `max` entries in all (LARDER_NODE_SLOTS);
+// past that, or when a level cannot be created (a full /dev/shm), acquire() answers kFull at the
+// cost of one probe window per level (the caller asks the directory itself), and a failed
+// creation is not tried again by this process.
 #ifndef LARDER_RUNTIME_NODE_NODE_TABLE_HPP_
 #define LARDER_RUNTIME_NODE_NODE_TABLE_HPP_
 
@@ -23,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "runtime/common/status.hpp"
@@ -33,11 +44,16 @@ namespace larder {
 class NodeTable {
  public:
   static constexpr int kMaxProbe = 64;
+  static constexpr int kMaxLevels = 24;
+  // The first level's entries when the cap allows (65536: 12 MiB).
+  static constexpr std::uint32_t kFirstLevel = 1u << 16;
 
-  // The node leader: creates the table (mode 0600, every page backed).
-  static Result<std::unique_ptr<NodeTable>> create(const std::string& path, std::uint32_t entries);
-  // The node's other ranks: map the leader's table.
-  static Result<std::unique_ptr<NodeTable>> attach(const std::string& path);
+  // The node leader: creates level 0 (mode 0600, every page backed) of min(first, max) entries;
+  // the table grows to at most `max` entries.
+  static Result<std::unique_ptr<NodeTable>> create(const std::string& path, std::uint32_t first,
+                                                   std::uint64_t max);
+  // The node's other ranks: map the leader's table (the same `max` as the leader's).
+  static Result<std::unique_ptr<NodeTable>> attach(const std::string& path, std::uint64_t max);
   NodeTable(const NodeTable&) = delete;
   NodeTable& operator=(const NodeTable&) = delete;
   ~NodeTable();
@@ -62,13 +78,33 @@ class NodeTable {
   void publish(std::uint32_t slot, const Payload& payload);
   void fail(std::uint32_t slot);
 
-  std::uint32_t entries() const noexcept { return entries_; }
+  // Entries of the levels this process has mapped, and their bytes (what the table costs).
+  std::uint64_t entries() const noexcept;
+  std::uint64_t bytes() const noexcept;
+  int levels() const noexcept;
   const std::string& path() const noexcept { return path_; }
 
  private:
   struct Entry;
-  NodeTable(std::string path, Entry* entries, std::uint32_t count, std::size_t bytes);
+  struct Level {
+    Entry* table = nullptr;
+    std::uint32_t entries = 0;
+  };
+  // A slot names its level in the high bits, the entry in the low ones.
+  static constexpr int kIndexBits = 27;
+  NodeTable(std::string path, Level first, std::uint64_t max);
   static std::size_t bytes_for(std::uint32_t entries) noexcept;
+  // Level `l`'s entries (0 past the cap).
+  std::uint32_t level_entries(int l) const noexcept;
+  // Level `l` mapped in this process: mapped now (created first when `create` and nobody has),
+  // or nullptr (past the cap, not created yet, or its creation failed).
+  const Level* level(int l, bool create) const;
+  // Maps (creating it when `create`) the file of level `l`.
+  Result<Level> map_level(int l, bool create) const;
+  Entry* entry_at(std::uint32_t slot) const noexcept;
+  // acquire() within one level: kFull when its 64 probes hold other keys.
+  Found acquire_in(const Level& lv, int l, const Key& key,
+                   std::chrono::steady_clock::time_point deadline);
   static void store_payload(Entry& e, const Payload& payload) noexcept;
   // Copies a READY entry's answer into f; false when a renewal was writing it meanwhile.
   static bool load_payload(const Entry& e, Found* f) noexcept;
@@ -78,9 +114,12 @@ class NodeTable {
   Entry* entry_of(const Key& key, std::uint32_t* slot) const noexcept;
 
   std::string path_;
-  Entry* table_ = nullptr;
-  std::uint32_t entries_ = 0;
-  std::size_t bytes_ = 0;
+  const std::uint64_t max_;
+  Level first_;
+  mutable std::atomic<const Level*> levels_[kMaxLevels] = {};
+  mutable std::unique_ptr<Level> owned_[kMaxLevels];  // levels 1.. (guarded by grow_)
+  mutable std::mutex grow_;
+  mutable std::atomic<bool> exhausted_{false};  // a level could not be made: do not try again
 };
 
 }  // namespace larder

@@ -43,7 +43,7 @@ class CacheHarness {
     parts.clock = [this] { return now; };  // moved by the tests, never by time passing
     parts.node_files_dir = arenas.path();
     if (with_node_table) {  // the node's table, shared with the node's other (imagined) ranks
-      auto table = NodeTable::create(arenas / "node-table", 1024);
+      auto table = NodeTable::create(arenas / "node-table", 1024, 1024);
       if (!table.ok()) throw std::runtime_error(table.status().to_string());
       node = std::move(*table);
       parts.node = node.get();

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <thread>
+#include <vector>
 
 #include "tests/support/temp_dir.hpp"
 
@@ -25,7 +27,7 @@ Key key_of(std::uint64_t n) {
 class NodeTableTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto t = NodeTable::create(dir.path() + "/node.table", 256);
+    auto t = NodeTable::create(dir.path() + "/node.table", 256, 256);
     ASSERT_TRUE(t.ok()) << t.status().to_string();
     table = std::move(*t);
   }
@@ -127,6 +129,129 @@ TEST_F(NodeTableTest, AnEntryWhoseResolverDiedIsFailed) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   const NodeTable::Found f = table->acquire(k, std::chrono::seconds(60));
   EXPECT_EQ(f.outcome, NodeTable::Found::Outcome::kFailed);
+}
+
+// The table grows in levels (64, then 128, then 256 entries here): every key claimed once, found
+// by every process of the node in the level it went to, and the levels are files beside the first.
+TEST(NodeTableLevelsTest, TheTableGrowsAndEveryProcessFindsEachKeyInItsLevel) {
+  testing::TempDir dir("larder-node-levels");
+  const std::string path = dir.path() + "/node.table";
+  auto made = NodeTable::create(path, 64, 64 + 128 + 256);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  auto leader = std::move(*made);
+  auto other = NodeTable::attach(path, 64 + 128 + 256);  // another rank's mapping
+  ASSERT_TRUE(other.ok()) << other.status().to_string();
+  EXPECT_EQ(leader->levels(), 1);
+  constexpr int kKeys = 400;
+  int claimed = 0;
+  for (int n = 0; n < kKeys; ++n) {
+    const NodeTable::Found f = leader->acquire(key_of(n), std::chrono::milliseconds(0));
+    if (f.outcome != NodeTable::Found::Outcome::kClaimed) continue;
+    ++claimed;
+    leader->publish(f.slot, filled(static_cast<std::uint8_t>(n)));
+  }
+  EXPECT_GE(claimed, 360) << "the levels hold 448 entries";
+  EXPECT_EQ(leader->levels(), 3);
+  EXPECT_EQ(leader->entries(), 448u);
+  int found = 0;
+  for (int n = 0; n < kKeys; ++n) {
+    const NodeTable::Found mine = leader->find(key_of(n));
+    const NodeTable::Found theirs = (*other)->acquire(key_of(n), std::chrono::milliseconds(0));
+    if (mine.outcome == NodeTable::Found::Outcome::kReady) {
+      ++found;
+      EXPECT_EQ(mine.payload, filled(static_cast<std::uint8_t>(n)));
+      ASSERT_EQ(theirs.outcome, NodeTable::Found::Outcome::kReady) << "key " << n;
+      EXPECT_EQ(theirs.payload, mine.payload);
+    } else {
+      EXPECT_EQ(theirs.outcome, NodeTable::Found::Outcome::kFull) << "key " << n;
+    }
+  }
+  EXPECT_EQ(found, claimed);
+  EXPECT_EQ((*other)->levels(), 3);
+  EXPECT_TRUE(std::filesystem::exists(path + ".1"));
+  EXPECT_TRUE(std::filesystem::exists(path + ".2"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".3")) << "the cap stops the levels";
+}
+
+// Ranks of a node growing the table at the same time (each its own mapping): each key is claimed
+// exactly once, whichever rank makes a level.
+TEST(NodeTableLevelsTest, RanksGrowingTheTableTogetherClaimEachKeyOnce) {
+  testing::TempDir dir("larder-node-levels");
+  const std::string path = dir.path() + "/node.table";
+  constexpr std::uint64_t kMax = 64ull * (1 + 2 + 4 + 8 + 16 + 32);
+  auto made = NodeTable::create(path, 64, kMax);
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  std::vector<std::unique_ptr<NodeTable>> ranks;
+  ranks.push_back(std::move(*made));
+  for (int r = 1; r < 4; ++r) {
+    auto t = NodeTable::attach(path, kMax);
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    ranks.push_back(std::move(*t));
+  }
+  constexpr int kKeys = 3000;
+  std::atomic<int> claims{0};
+  std::atomic<int> full{0};
+  std::vector<std::thread> threads;
+  for (auto& t : ranks) {
+    threads.emplace_back([&, table = t.get()] {
+      for (int n = 0; n < kKeys; ++n) {
+        const NodeTable::Found f = table->acquire(key_of(n), std::chrono::seconds(60));
+        if (f.outcome == NodeTable::Found::Outcome::kClaimed) {
+          claims.fetch_add(1);
+          table->publish(f.slot, filled(static_cast<std::uint8_t>(n)));
+        } else if (f.outcome == NodeTable::Found::Outcome::kFull) {
+          full.fetch_add(1);
+        } else {
+          ASSERT_EQ(f.outcome, NodeTable::Found::Outcome::kReady);
+          EXPECT_EQ(f.payload, filled(static_cast<std::uint8_t>(n)));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(claims.load(), kKeys) << "4,032 entries hold 3,000 keys: each claimed exactly once";
+  EXPECT_EQ(full.load(), 0);
+  for (const auto& t : ranks) EXPECT_EQ(t->levels(), ranks[0]->levels());
+}
+
+// At the cap, or when a level cannot be made, acquire() answers kFull after one probe window per
+// level, claims nothing, and the process does not try to make the level again.
+TEST(NodeTableLevelsTest, AFullTableAnswersFullAndALevelThatFailedIsNotTriedAgain) {
+  testing::TempDir dir("larder-node-levels");
+  const std::string path = dir.path() + "/node.table";
+  auto capped = NodeTable::create(path, 64, 64);
+  ASSERT_TRUE(capped.ok());
+  int claimed = 0;
+  for (int n = 0; n < 200; ++n) {
+    const NodeTable::Found f = (*capped)->acquire(key_of(n), std::chrono::milliseconds(0));
+    if (f.outcome == NodeTable::Found::Outcome::kClaimed) {
+      ++claimed;
+      (*capped)->publish(f.slot, filled(1));
+    } else {
+      EXPECT_EQ(f.outcome, NodeTable::Found::Outcome::kFull);
+    }
+  }
+  EXPECT_EQ(claimed, 64);
+  EXPECT_FALSE(std::filesystem::exists(path + ".1"));
+
+  // A level whose name is taken by something that is not a level (here a directory): made once,
+  // failed, and not tried again (the directory, removed, is not replaced by a level).
+  const std::string path2 = dir.path() + "/node2.table";
+  auto grows = NodeTable::create(path2, 64, 1024);
+  ASSERT_TRUE(grows.ok());
+  std::filesystem::create_directory(path2 + ".1");
+  int claimed2 = 0;
+  for (int n = 0; n < 200; ++n) {
+    const NodeTable::Found f = (*grows)->acquire(key_of(n), std::chrono::milliseconds(0));
+    if (f.outcome == NodeTable::Found::Outcome::kClaimed) {
+      ++claimed2;
+      (*grows)->publish(f.slot, filled(1));
+    }
+    if (n == 100) std::filesystem::remove(path2 + ".1");
+  }
+  EXPECT_EQ(claimed2, 64);
+  EXPECT_EQ((*grows)->levels(), 1);
+  EXPECT_FALSE(std::filesystem::exists(path2 + ".1"));
 }
 
 }  // namespace
