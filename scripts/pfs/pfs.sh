@@ -5,10 +5,18 @@
 # tc tbf on both ends, and mounts it on this host (in the root mount namespace, so every process
 # sees it). Reads of the mount cross a real network link at the chosen bandwidth, and sshfs keeps
 # no data cache (no kernel_cache, direct_io): every read goes to the server, as on a busy PFS.
+# --delay adds a one-way latency in both directions, so every request (a stat, an open, a
+# directory listing, a small read) costs a round trip of twice the delay, as a parallel file
+# system's metadata and small reads do: 0.25ms each way at 10gbit stands for a Lustre or GPFS
+# client whose metadata request costs about 0.5 ms (published figures are 0.2-1 ms). The delay is
+# added by delay_relay (beside this script, built with cc into the instance's state), ssh's
+# ProxyCommand in the client's namespace: this kernel has no netem qdisc.
 #
-#   pfs.sh up --export DIR --mount MNT --rate 200mbit [--client-netns NS]   prints the id
+#   pfs.sh up --export DIR --mount MNT --rate 200mbit [--delay 250us] [--client-netns NS]
+#                           prints the id
 #   pfs.sh down ID          removes what `up` created (mount, sshd, namespaces, keys)
-#   pfs.sh run --export DIR --mount MNT --rate R -- CMD ARGS...   up, CMD, down (also on failure)
+#   pfs.sh run --export DIR --mount MNT --rate R [--delay D] -- CMD ARGS...
+#                           up, CMD, down (also on failure)
 #   pfs.sh cleanup          removes every instance left behind (state under /run/lbp-pfs)
 #   pfs.sh status           lists the instances
 #
@@ -22,6 +30,7 @@
 set -euo pipefail
 
 STATE_ROOT=/run/lbp-pfs
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SERVER_IP=10.254.254.1
 CLIENT_IP=10.254.254.2
 READY_TIMEOUT=20  # seconds to wait for sshd to listen
@@ -29,7 +38,7 @@ READY_TIMEOUT=20  # seconds to wait for sshd to listen
 die() { echo "pfs.sh: $*" >&2; exit 1; }
 log() { echo "pfs.sh: $*" >&2; }
 
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
 
 need_root() { [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc, mounts)"; }
 
@@ -87,12 +96,13 @@ wait_for_sshd() {
 
 # ---- up ----
 up() {
-  local export_dir="" mnt="" rate="" client_ns=""
+  local export_dir="" mnt="" rate="" delay="" client_ns=""
   while [[ $# -gt 0 ]]; do
     case $1 in
       --export) export_dir=$2; shift 2 ;;
       --mount) mnt=$2; shift 2 ;;
       --rate) rate=$2; shift 2 ;;
+      --delay) delay=$2; shift 2 ;;
       --client-netns) client_ns=$2; shift 2 ;;
       *) die "up: unknown argument $1" ;;
     esac
@@ -100,6 +110,13 @@ up() {
   [[ -n $export_dir && -n $mnt && -n $rate ]] || die "up needs --export DIR --mount MNT --rate RATE"
   [[ -d $export_dir ]] || die "export directory $export_dir does not exist"
   [[ $rate =~ ^[0-9]+([kmg]bit)?$ ]] || die "--rate $rate is not valid: e.g. 200mbit, 1gbit"
+  local delay_us=0
+  if [[ -n $delay ]]; then
+    [[ $delay =~ ^[0-9]+(\.[0-9]+)?(us|ms)$ ]] ||
+      die "--delay $delay is not valid: a one-way latency such as 250us or 0.25ms"
+    delay_us=$(awk -v d="$delay" 'BEGIN { f = (d ~ /ms$/) ? 1000 : 1; sub(/(us|ms)$/, "", d);
+                                          printf "%d", d * f + 0.5 }')
+  fi
   export_dir=$(realpath "$export_dir")
   exec 3>&1 1>&2  # stdout carries only the id
   local id="lbp-pfs-$$" dir
@@ -152,17 +169,25 @@ EOF
   echo $! >"$dir/sshd.pid"
   wait_for_sshd "$cli" || { log "sshd did not start: $(tail -3 "$dir/sshd.log")"; false; }
 
+  local proxy=()
+  if [[ $delay_us -gt 0 ]]; then
+    cc -O2 -pthread -o "$dir/delay_relay" "$HERE/delay_relay.c" 2>>"$dir/relay.log" ||
+      { log "cannot build delay_relay: $(tail -3 "$dir/relay.log")"; false; }
+    proxy=(-o "ProxyCommand=$dir/delay_relay $SERVER_IP 22 $delay_us")
+  fi
+
   if [[ ! -d $mnt ]]; then mkdir -p "$mnt" && touch "$dir/mount_created"; fi
   echo "$(realpath "$mnt")" >"$dir/mount"
   # nsenter --net keeps the root mount namespace: the FUSE mount is visible to every process.
   nsenter --net="/run/netns/$cli" sshfs "root@$SERVER_IP:$export_dir" "$mnt" \
     -o "IdentityFile=$dir/id_ed25519,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null" \
     -o "LogLevel=ERROR,Ciphers=aes128-gcm@openssh.com,Compression=no" \
-    -o "direct_io,dir_cache=no,ro" </dev/null >/dev/null 3>&- 2>>"$dir/sshfs.log" ||
+    -o "direct_io,dir_cache=no,ro" "${proxy[@]}" </dev/null >/dev/null 3>&- 2>>"$dir/sshfs.log" ||
     { log "sshfs failed: $(tail -3 "$dir/sshfs.log")"; false; }
   echo "$rate" >"$dir/rate"
+  echo "${delay:-0}" >"$dir/delay"
   trap - ERR
-  log "$export_dir served at $mnt through $rate ($id)"
+  log "$export_dir served at $mnt through $rate, ${delay:-no} delay each way ($id)"
   echo "$id" >&3
 }
 
@@ -170,7 +195,8 @@ status() {
   local d
   for d in "$STATE_ROOT"/lbp-pfs-*; do
     [[ -d $d ]] || continue
-    echo "$(basename "$d") mount=$(cat "$d/mount" 2>/dev/null) rate=$(cat "$d/rate" 2>/dev/null)"
+    echo "$(basename "$d") mount=$(cat "$d/mount" 2>/dev/null) rate=$(cat "$d/rate" 2>/dev/null)" \
+      "delay=$(cat "$d/delay" 2>/dev/null)"
   done
 }
 
