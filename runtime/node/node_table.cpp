@@ -255,8 +255,8 @@ NodeTable::NodeTable(std::string path, Level first, std::uint64_t max)
 }
 
 NodeTable::~NodeTable() {
-  for (int l = 0; l < kMaxLevels; ++l) {
-    const Level* lv = levels_[l].load(std::memory_order_acquire);
+  for (const auto& level : levels_) {
+    const Level* lv = level.load(std::memory_order_acquire);
     if (lv != nullptr) sys::munmap(lv->table, bytes_for(lv->entries));
   }
 }
