@@ -5,6 +5,13 @@
 // MPI_Compare_and_swap, MPI_Fetch_and_op and MPI_Accumulate(MPI_REPLACE); bytes MPI_Get and
 // MPI_Put; a flush is MPI_Win_flush (all of this process's operations to that target).
 // MPICH serves these in software at the target: the target's progress thread must poll MPI.
+//
+// flush_all() is MPI_Win_flush to each target this thread issued operations to since its last
+// flush, never MPI_Win_flush_all: with MPICH's ch4:ucx (4.0) MPI_Win_flush_all completes gets and
+// puts with ucp_worker_flush, which UCX (1.13) declares done while an operation still waits in an
+// endpoint's pending queue (a connection busy with a remote read), so the put's bytes were read
+// after the caller had freed them and the get's after it had used them (docs/protocol.md).
+// MPI_Win_flush flushes the endpoint, which waits behind its pending queue.
 #ifndef LARDER_MPI_TRANSPORT_WINDOW_SHARDS_HPP_
 #define LARDER_MPI_TRANSPORT_WINDOW_SHARDS_HPP_
 
@@ -37,6 +44,8 @@ class WindowShards final : public ShardOps {
   Status close();  // collective
 
  private:
+  // Records that this thread has an operation to `target` for the next flush.
+  void touch(int target);
   WindowShards(Window window, int rank, int size)
       : window_(std::move(window)), rank_(rank), size_(size) {}
   Window window_;
