@@ -114,15 +114,17 @@ std::optional<Result<Claim>> ShardedDirectory::decide(Probe& p) {
   if (p.slot[0] != word || state_of(p.slot[kStateWord]) == kStateLoading) {
     return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, claimer, p.ticket});
   }
-  if (p.slot[kCheckWord] != p.key.check) return std::nullopt;  // same word, another key
   Claim c;
   std::memcpy(c.payload.data(), &p.slot[kPayloadWord], kPayloadSize);
   const std::uint64_t state = p.slot[kStateWord];
   if (checksum(p.slot[kCheckWord], c.payload.data()) != (state >> 8)) {
     // Read while the publisher wrote it: ask again (the caller sees a LOADING answer with no
-    // claimer, and looks again after a pause).
+    // claimer, and looks again after a pause). Checked before the check word, which such a read
+    // may hold from before the put: taken for another key's, it sent the reader on to claim the
+    // next slot, a second claim of the key.
     return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, -1, p.ticket});
   }
+  if (p.slot[kCheckWord] != p.key.check) return std::nullopt;  // same word, another key
   c.outcome = state_of(state) == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed;
   c.claimer = claimer;
   c.ticket = p.ticket;
