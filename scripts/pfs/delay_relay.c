@@ -79,8 +79,10 @@ static void* writer(void* arg) {
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &p->due, NULL) == EINTR) {
     }
     if (p->len == 0) {
-      if (d->out_is_socket) shutdown(d->out, SHUT_WR);
-      else close(d->out);
+      if (d->out_is_socket)
+        shutdown(d->out, SHUT_WR);
+      else
+        close(d->out);
       return NULL;
     }
     for (ssize_t off = 0; off < p->len;) {
