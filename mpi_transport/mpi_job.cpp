@@ -181,6 +181,14 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
   send[static_cast<std::size_t>(Counter::transport_messages)] +=
       impl_->ucx ? impl_->ucx->messages_sent()
                  : (impl_->messenger ? impl_->messenger->messages_sent() : 0);
+  // The directory's growth (counted by the directory, not by the cache).
+  if (impl_->directory) {
+    send[static_cast<std::size_t>(Counter::directory_overflow_entries)] +=
+        impl_->directory->overflow_entries();
+    send[static_cast<std::size_t>(Counter::directory_overflow_requests)] +=
+        impl_->directory->overflow_requests();
+    send[static_cast<std::size_t>(Counter::directory_refused)] += impl_->directory->refused();
+  }
   send.insert(send.end(), mine.latency.begin(), mine.latency.end());
   send.push_back(mine.latency_sum_ns);
   std::vector<std::uint64_t> sum(send.size());
@@ -247,8 +255,7 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
 
 Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* load,
                      int ucx_dead_peer) {
-  const std::size_t shard_bytes =
-      static_cast<std::size_t>(config.dir_slots) * ShardedDirectory::kSlotBytes;
+  const std::size_t shard_bytes = ShardedDirectory::shard_bytes(config.dir_slots);
   if (config.transport == TransportKind::kUcx) {
     UcxOptions options;
     options.timeout = config.wait_timeout;
@@ -297,8 +304,13 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
   if (shards == nullptr || messenger == nullptr) {
     return {Errc::kInternal, 0, "no directory shards or messenger"};
   }
+  ShardedDirectory::Options options;
+  // The overflow holds what LARDER_DIR_ENTRIES allows beyond the shard's slots.
+  options.overflow_entries =
+      config.dir_entries > config.dir_slots ? config.dir_entries - config.dir_slots : 0;
+  options.timeout = config.wait_timeout;
   impl_->directory =
-      std::make_unique<ShardedDirectory>(*shards, config.dir_slots, *messenger, load);
+      std::make_unique<ShardedDirectory>(*shards, config.dir_slots, *messenger, load, options);
   impl_->progress = std::make_unique<ProgressThread>(std::chrono::microseconds(50),
                                                      std::chrono::microseconds(1000));
   if (impl_->messenger) {

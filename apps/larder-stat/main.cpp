@@ -217,6 +217,13 @@ void print_one(const json& s) {
                            time_text(static_cast<double>(wait_ns.value_or(0))));
   std::cout << fmt::format("directory         {} lookups, {} of them asked again\n",
                            num(counter(s, "directory.ops")), num(counter(s, "directory.retries")));
+  if (counter(s, "directory.overflow_entries").value_or(0) > 0 ||
+      counter(s, "directory.refused").value_or(0) > 0) {
+    std::cout << fmt::format(
+        "                  {} entries in overflow tables ({} requests), {} refused (full)\n",
+        num(counter(s, "directory.overflow_entries")),
+        num(counter(s, "directory.overflow_requests")), num(counter(s, "directory.refused")));
+  }
   print_files(s);
   print_skew(s);
   std::cout << fmt::format("cache at the end  {} in {} chunks\n", bytes(counter(s, "cache.bytes")),

@@ -137,7 +137,7 @@ Result<std::unique_ptr<Session>> Session::create_local(Config config, const Seam
   s->job_dir_ = std::move(*dir);
   if (Status st = s->build_local_tiers(c.mem_budget, c.disk_budget); !st.ok()) return st;
   s->pfs_ = std::make_unique<PosixFileSystem>(s->stats_);
-  s->directory_ = std::make_unique<LocalDirectory>(c.dir_slots);
+  s->directory_ = std::make_unique<LocalDirectory>(c.dir_entries);
   s->directory_view_ = s->directory_.get();
   s->apply_seams(seams);
   s->build_cache();

@@ -164,6 +164,13 @@ Result<Config> Config::parse(const Lookup& lookup) {
     }
     c.dir_slots = *n;
   }
+  if (auto v = get("LARDER_DIR_ENTRIES")) {
+    auto n = parse_int<std::uint64_t>(*v);
+    if (!n || *n < 64 || *n > (std::uint64_t{1} << 32)) {
+      return bad("LARDER_DIR_ENTRIES", *v, "an integer between 64 and 4294967296");
+    }
+    c.dir_entries = *n;
+  }
   if (auto v = get("LARDER_TIMEOUT")) {
     auto n = parse_int<std::uint32_t>(*v);
     if (!n || *n == 0 || *n > 86400) return bad("LARDER_TIMEOUT", *v, "seconds, 1 to 86400");

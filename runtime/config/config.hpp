@@ -43,13 +43,14 @@ struct Config {
   std::string local_dir = "/tmp";                 // LARDER_DIR: node-local directory (disk tier)
   std::string shm_dir = "/dev/shm";               // LARDER_SHM_DIR: where memory arenas live
   TransportKind transport = TransportKind::kUcx;  // LARDER_TRANSPORT
-  DirectoryOps directory_ops = DirectoryOps::kAuto;  // LARDER_DIRECTORY_OPS (UCX transport)
-  RemoteReads remote_reads = RemoteReads::kAuto;     // LARDER_REMOTE_READS (UCX transport)
-  std::string stats_path;                            // LARDER_STATS (empty: no JSON)
-  log::Level log_level = log::Level::kWarn;          // LARDER_LOG
-  int node_size = 0;                                 // LARDER_NODE_SIZE (0: real nodes)
-  std::uint32_t dir_slots = 1u << 16;                // LARDER_DIR_SLOTS, per rank
-  std::chrono::milliseconds wait_timeout{60'000};    // LARDER_TIMEOUT, seconds in the env
+  DirectoryOps directory_ops = DirectoryOps::kAuto;    // LARDER_DIRECTORY_OPS (UCX transport)
+  RemoteReads remote_reads = RemoteReads::kAuto;       // LARDER_REMOTE_READS (UCX transport)
+  std::string stats_path;                              // LARDER_STATS (empty: no JSON)
+  log::Level log_level = log::Level::kWarn;            // LARDER_LOG
+  int node_size = 0;                                   // LARDER_NODE_SIZE (0: real nodes)
+  std::uint32_t dir_slots = 1u << 16;                  // LARDER_DIR_SLOTS, per rank (one-sided)
+  std::uint64_t dir_entries = std::uint64_t{1} << 25;  // LARDER_DIR_ENTRIES, per rank in all
+  std::chrono::milliseconds wait_timeout{60'000};      // LARDER_TIMEOUT, seconds in the env
   // LARDER_REVALIDATE: an answer about a path older than this is checked against the PFS again
   // (one stat per node) before it is used; 0: never (the job's first answer holds for the job).
   std::chrono::seconds revalidate{60};

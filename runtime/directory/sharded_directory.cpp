@@ -51,13 +51,14 @@ std::uint64_t state_word(std::uint64_t state, std::uint64_t sum) noexcept {
 }  // namespace
 
 ShardedDirectory::ShardedDirectory(ShardOps& ops, std::uint32_t slots, Messenger& messenger,
-                                   PeerLoad* load)
+                                   PeerLoad* load, Options options)
     : ops_(ops),
       rank_(ops.rank()),
       size_(ops.size()),
       slots_(slots),
       messenger_(messenger),
-      load_(load) {
+      load_(load),
+      options_(options) {
   messenger.on(Channel::kWaitRegister,
                [this](int from, std::span<const std::byte> b) { on_register(from, b); });
   messenger.on(Channel::kWaitNotify,
@@ -66,6 +67,12 @@ ShardedDirectory::ShardedDirectory(ShardOps& ops, std::uint32_t slots, Messenger
                [this](int from, std::span<const std::byte> b) { on_watch_register(from, b); });
   messenger.on(Channel::kWatchFinal,
                [this](int from, std::span<const std::byte> b) { on_watch_final(from, b); });
+  messenger.on(Channel::kOverflowAsk,
+               [this](int from, std::span<const std::byte> b) { on_overflow_ask(from, b); });
+  messenger.on(Channel::kOverflowAnswer,
+               [this](int from, std::span<const std::byte> b) { on_overflow_answer(from, b); });
+  messenger.on(Channel::kOverflowFinal,
+               [this](int from, std::span<const std::byte> b) { on_overflow_final(from, b); });
 }
 
 ShardedDirectory::~ShardedDirectory() = default;
@@ -74,17 +81,17 @@ int ShardedDirectory::home_of(const Key& key) const noexcept {
   return static_cast<int>(key.home % static_cast<std::uint64_t>(size_));
 }
 
-ShardedDirectory::Where ShardedDirectory::where(const Key& key, int probe) const noexcept {
+ShardedDirectory::Where ShardedDirectory::where(const Key& key, int offset) const noexcept {
   const auto start =
       static_cast<std::uint32_t>((key.word / static_cast<std::uint64_t>(size_)) % slots_);
-  return Where{home_of(key), (start + static_cast<std::uint32_t>(probe)) % slots_};
+  return Where{home_of(key), start + static_cast<std::uint32_t>(offset)};  // never wraps
 }
 
 Status ShardedDirectory::issue(Probe& p) {
-  p.where = where(p.key, p.probe);
+  p.where = where(p.key, p.offset);
   const std::uint64_t base = disp(p.where.slot);
   if (load_ != nullptr) load_->directory_op(p.where.home);
-  if ((p.flags & kClaimIt) != 0) {
+  if ((p.flags & kClaimIt) != 0 && !p.scan) {
     p.expected = 0;
     p.desired = claim_word(p.key, rank_);
     if (Status s = ops_.compare_and_swap(p.where.home, base, &p.desired, &p.expected, &p.old);
@@ -92,8 +99,16 @@ Status ShardedDirectory::issue(Probe& p) {
       return s;
     }
   }
-  if (Status s = ops_.get(p.where.home, base, p.slot, kSlotBytes); !s.ok()) return s;
-  if ((p.flags & kTicket) != 0) {
+  // The targeted slot and the next (the first round: most keys are in their first slot, and a
+  // get of the whole window would move 16 times the bytes), or the rest of the window.
+  p.got = p.rounds == 0 ? std::min(kFirstGet, kWindow) : kWindow - p.offset;
+  ++p.rounds;
+  if (Status s = ops_.get(p.where.home, base, p.slots.data(),
+                          static_cast<std::size_t>(p.got) * kSlotBytes);
+      !s.ok()) {
+    return s;
+  }
+  if ((p.flags & kTicket) != 0 && !p.scan) {
     static constexpr std::uint64_t kOne = 1;
     return ops_.fetch_add(p.where.home, base + kTicketOffset, &kOne, &p.ticket);
   }
@@ -102,33 +117,77 @@ Status ShardedDirectory::issue(Probe& p) {
 
 std::optional<Result<Claim>> ShardedDirectory::decide(Probe& p) {
   const bool claiming = (p.flags & kClaimIt) != 0;
-  const std::uint64_t word = claiming ? p.old : p.slot[0];
+  const std::uint64_t* slot = p.slots.data();
+  if (p.scan) {
+    p.scan = false;
+    return look_on(p, 0);
+  }
+  const std::uint64_t word = claiming ? p.old : slot[0];
   if (word == 0) {
     if (!claiming) return Result<Claim>(Claim{Claim::Outcome::kAbsent, {}, -1, 0});
     return Result<Claim>(Claim{Claim::Outcome::kClaimed, {}, rank_, p.ticket});
   }
-  if (!names_key(word, p.key)) return std::nullopt;  // another key's slot: probe on
-  const int claimer = claimer_of(word);
-  // The get may have read the slot before the claim it saw was made (the operations of a batch
-  // are not ordered at the target): then only the claim word is known, and it names the claimer.
-  if (p.slot[0] != word || state_of(p.slot[kStateWord]) == kStateLoading) {
-    return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, claimer, p.ticket});
+  if (names_key(word, p.key)) {
+    const int claimer = claimer_of(word);
+    // The get may have read the slot before the claim it saw was made (the operations of a
+    // batch are not ordered at the target): then only the claim word is known, and it names the
+    // claimer.
+    if (slot[0] != word || state_of(slot[kStateWord]) == kStateLoading) {
+      return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, claimer, p.ticket});
+    }
+    Claim c;
+    std::memcpy(c.payload.data(), &slot[kPayloadWord], kPayloadSize);
+    const std::uint64_t state = slot[kStateWord];
+    if (checksum(slot[kCheckWord], c.payload.data()) != (state >> 8)) {
+      // Read while the publisher wrote it: ask again (the caller sees a LOADING answer with no
+      // claimer, and looks again after a pause). Checked before the check word, which such a
+      // read may hold from before the put: taken for another key's, it sent the reader on to
+      // claim the next slot, a second claim of the key.
+      return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, -1, p.ticket});
+    }
+    if (slot[kCheckWord] == p.key.check) {
+      c.outcome = state_of(state) == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed;
+      c.claimer = claimer;
+      c.ticket = p.ticket;
+      return Result<Claim>(c);
+    }
+    // Same low bits, another key: look on.
   }
-  Claim c;
-  std::memcpy(c.payload.data(), &p.slot[kPayloadWord], kPayloadSize);
-  const std::uint64_t state = p.slot[kStateWord];
-  if (checksum(p.slot[kCheckWord], c.payload.data()) != (state >> 8)) {
-    // Read while the publisher wrote it: ask again (the caller sees a LOADING answer with no
-    // claimer, and looks again after a pause). Checked before the check word, which such a read
-    // may hold from before the put: taken for another key's, it sent the reader on to claim the
-    // next slot, a second claim of the key.
-    return Result<Claim>(Claim{Claim::Outcome::kLoading, {}, -1, p.ticket});
+  return look_on(p, 1);
+}
+
+std::optional<Result<Claim>> ShardedDirectory::look_on(Probe& p, int from) {
+  // Another key's slot. The rest of what the get saw: the key is in the first slot that is
+  // empty or may be the key's (slots are never emptied, so a key is never past an empty slot);
+  // the next round targets it, with its own claim and ticket. With neither, the next round only
+  // reads the rest of the window (no claim, no ticket: a blind one would land on another key's
+  // slot). A window with neither anywhere is full of other keys for good: the key is in its
+  // home's overflow table.
+  const bool claiming = (p.flags & kClaimIt) != 0;
+  for (int k = from; k < p.got; ++k) {
+    const std::uint64_t* s = p.slots.data() + static_cast<std::size_t>(k) * kSlotWords;
+    const std::uint64_t w = s[0];
+    if (w == 0) {
+      if (!claiming) return Result<Claim>(Claim{Claim::Outcome::kAbsent, {}, -1, 0});
+      p.offset += k;
+      return std::nullopt;
+    }
+    if (!names_key(w, p.key)) continue;
+    const bool other =
+        state_of(s[kStateWord]) != kStateLoading && s[kCheckWord] != p.key.check &&
+        checksum(s[kCheckWord], reinterpret_cast<const std::byte*>(s + kPayloadWord)) ==
+            (s[kStateWord] >> 8);
+    if (other) continue;  // a whole final slot of another key with the same low bits
+    p.offset += k;
+    return std::nullopt;
   }
-  if (p.slot[kCheckWord] != p.key.check) return std::nullopt;  // same word, another key
-  c.outcome = state_of(state) == kStateReady ? Claim::Outcome::kReady : Claim::Outcome::kFailed;
-  c.claimer = claimer;
-  c.ticket = p.ticket;
-  return Result<Claim>(c);
+  if (p.offset + p.got < kWindow) {  // the rest of the window, unseen yet
+    p.offset += p.got;
+    p.scan = true;
+    return std::nullopt;
+  }
+  p.overflow = true;
+  return std::nullopt;
 }
 
 void ShardedDirectory::begin_claim(const Key& key) {
@@ -161,6 +220,7 @@ void ShardedDirectory::end_claim(const Key& key, const Where* won) {
 void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<Result<Claim>> out) {
   std::vector<Probe> probes(lookups.size());
   std::vector<std::size_t> pending;
+  std::vector<std::size_t> overflow;
   for (std::size_t i = 0; i < lookups.size(); ++i) {
     probes[i].key = lookups[i].key;
     probes[i].flags = lookups[i].flags;
@@ -170,13 +230,6 @@ void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<R
   while (!pending.empty()) {
     std::vector<std::size_t> issued;
     for (std::size_t i : pending) {
-      if (probes[i].probe >= kMaxProbe) {
-        out[i] =
-            Status(Errc::kNoSpace, ENOSPC,
-                   "directory shard of rank " + std::to_string(probes[i].where.home) + " is full");
-        if ((probes[i].flags & kClaimIt) != 0) end_claim(probes[i].key, nullptr);
-        continue;
-      }
       if (Status s = issue(probes[i]); !s.ok()) {
         out[i] = s;
         continue;  // issued operations may still apply: the claim stays registered
@@ -200,11 +253,188 @@ void ShardedDirectory::acquire_many(std::span<const Lookup> lookups, std::span<R
           const bool won = out[i].ok() && out[i]->outcome == Claim::Outcome::kClaimed;
           end_claim(probes[i].key, won ? &probes[i].where : nullptr);
         }
+      } else if (probes[i].overflow) {
+        overflow.push_back(i);
       } else {
-        ++probes[i].probe;
-        pending.push_back(i);
+        pending.push_back(i);  // the slot of the window decide() chose
       }
     }
+  }
+  if (!overflow.empty()) ask_overflow(probes, overflow, out);
+}
+
+void ShardedDirectory::ask_overflow(std::vector<Probe>& probes,
+                                    const std::vector<std::size_t>& which,
+                                    std::span<Result<Claim>> out) {
+  // One request per home for all its keys (in pieces of kMaxMessage); this rank's own overflow
+  // table is asked directly.
+  std::unordered_map<int, std::vector<Ask>> asks;
+  std::vector<Answer> answers;
+  for (std::size_t i : which) {
+    Probe& p = probes[i];
+    p.where = Where{home_of(p.key), kOverflow};
+    if (load_ != nullptr) load_->directory_op(p.where.home);
+    const Ask ask{p.key, p.flags, static_cast<std::uint32_t>(i)};
+    if (p.where.home == rank_) {
+      answers.push_back(apply_overflow(rank_, ask));
+    } else {
+      asks[p.where.home].push_back(ask);
+    }
+  }
+  std::vector<bool> unsent(probes.size(), false);
+  std::shared_ptr<Call> call = std::make_shared<Call>();
+  std::vector<std::uint64_t> ids;
+  constexpr std::size_t kPerMessage = (kMaxMessage - sizeof(std::uint64_t)) / sizeof(Ask);
+  for (const auto& [home, list] : asks) {
+    for (std::size_t at = 0; at < list.size(); at += kPerMessage) {
+      const std::size_t n = std::min(kPerMessage, list.size() - at);
+      std::uint64_t id = 0;
+      {
+        std::lock_guard lock(mu_);
+        id = next_call_++;
+        calls_[id] = call;
+        call->expected += n;
+      }
+      std::vector<std::byte> body(sizeof id + n * sizeof(Ask));
+      std::memcpy(body.data(), &id, sizeof id);
+      std::memcpy(body.data() + sizeof id, list.data() + at, n * sizeof(Ask));
+      ++overflow_requests_;
+      if (Status s = messenger_.send(home, Channel::kOverflowAsk, body); !s.ok()) {
+        std::lock_guard lock(mu_);
+        calls_.erase(id);
+        call->expected -= n;
+        // A request that could not be sent claimed nothing.
+        for (std::size_t k = at; k < at + n; ++k) {
+          out[list[k].index] = s;
+          unsent[list[k].index] = true;
+        }
+        continue;
+      }
+      ids.push_back(id);
+    }
+  }
+  {
+    std::unique_lock lock(mu_);
+    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    answered_.wait_until(lock, deadline, [&] { return call->answers.size() >= call->expected; });
+    for (std::uint64_t id : ids) calls_.erase(id);
+    answers.insert(answers.end(), call->answers.begin(), call->answers.end());
+  }
+  std::vector<bool> answered(probes.size(), false);
+  for (std::size_t k = 0; k < answers.size(); ++k) {
+    const Answer& a = answers[k];
+    if (a.index >= probes.size()) continue;
+    Probe& p = probes[a.index];
+    answered[a.index] = true;
+    if (a.outcome == kRefused) {
+      ++refused_;
+      out[a.index] = Status(Errc::kNoSpace, ENOSPC,
+                            "the directory of rank " + std::to_string(p.where.home) +
+                                " is full (LARDER_DIR_ENTRIES)");
+    } else {
+      out[a.index] = Claim{static_cast<Claim::Outcome>(a.outcome), a.payload, a.claimer, a.ticket};
+    }
+    if ((p.flags & kClaimIt) != 0) {
+      const bool won = out[a.index].ok() && out[a.index]->outcome == Claim::Outcome::kClaimed;
+      end_claim(p.key, won ? &p.where : nullptr);
+    }
+  }
+  for (std::size_t i : which) {
+    Probe& p = probes[i];
+    if (answered[i]) continue;
+    if (unsent[i]) {  // nothing was claimed
+      if ((p.flags & kClaimIt) != 0) end_claim(p.key, nullptr);
+      continue;
+    }
+    // No answer in time: the home may still apply a claim, which stays registered (its waiters
+    // are answered at their timeout, as after a failed flush).
+    out[i] = Status(Errc::kTimeout, ETIMEDOUT,
+                    "rank " + std::to_string(p.where.home) + " did not answer an overflow lookup");
+  }
+}
+
+ShardedDirectory::Answer ShardedDirectory::apply_overflow(int from, const Ask& ask) {
+  Answer a;
+  a.index = ask.index;
+  std::lock_guard lock(overflow_mu_);
+  auto it = overflow_.find(ask.key);
+  if (it == overflow_.end()) {
+    if ((ask.flags & kClaimIt) == 0) {
+      a.outcome = static_cast<std::int32_t>(Claim::Outcome::kAbsent);
+      return a;
+    }
+    if (overflow_.size() >= options_.overflow_entries) {
+      a.outcome = kRefused;
+      return a;
+    }
+    Entry e;
+    e.outcome = static_cast<std::int32_t>(Claim::Outcome::kLoading);
+    e.claimer = from;
+    e.tickets = (ask.flags & kTicket) != 0 ? 1 : 0;
+    overflow_.emplace(ask.key, e);
+    a.outcome = static_cast<std::int32_t>(Claim::Outcome::kClaimed);
+    a.claimer = from;
+    return a;
+  }
+  Entry& e = it->second;
+  a.outcome = e.outcome;
+  a.claimer = e.claimer;
+  a.payload = e.payload;
+  if ((ask.flags & kTicket) != 0) a.ticket = e.tickets++;
+  return a;
+}
+
+std::uint64_t ShardedDirectory::overflow_entries() const {
+  std::lock_guard lock(overflow_mu_);
+  return overflow_.size();
+}
+
+void ShardedDirectory::on_overflow_ask(int from, std::span<const std::byte> body) {
+  std::uint64_t id = 0;
+  if (body.size() < sizeof id || (body.size() - sizeof id) % sizeof(Ask) != 0) return;
+  std::memcpy(&id, body.data(), sizeof id);
+  const std::size_t n = (body.size() - sizeof id) / sizeof(Ask);
+  std::vector<Answer> answers(n);
+  for (std::size_t k = 0; k < n; ++k) {
+    Ask ask;
+    std::memcpy(&ask, body.data() + sizeof id + k * sizeof(Ask), sizeof ask);
+    answers[k] = apply_overflow(from, ask);
+    answers[k].request = id;
+  }
+  if (Status s = send_in_pieces(from, Channel::kOverflowAnswer, answers); !s.ok()) {
+    LARDER_LOG_LIMITED(kWarn, "cannot answer rank {}'s overflow lookup: {}", from, s.message());
+  }
+}
+
+void ShardedDirectory::on_overflow_answer(int /*from*/, std::span<const std::byte> body) {
+  if (body.empty() || body.size() % sizeof(Answer) != 0) return;
+  std::lock_guard lock(mu_);
+  bool any = false;
+  for (std::size_t at = 0; at < body.size(); at += sizeof(Answer)) {
+    Answer a;
+    std::memcpy(&a, body.data() + at, sizeof a);
+    auto it = calls_.find(a.request);
+    if (it == calls_.end()) continue;  // its requester gave up
+    it->second->answers.push_back(a);
+    any = true;
+  }
+  if (any) answered_.notify_all();
+}
+
+void ShardedDirectory::on_overflow_final(int from, std::span<const std::byte> body) {
+  if (body.empty() || body.size() % sizeof(Notice) != 0) return;
+  std::lock_guard lock(overflow_mu_);
+  for (std::size_t at = 0; at < body.size(); at += sizeof(Notice)) {
+    Notice n;
+    std::memcpy(&n, body.data() + at, sizeof n);
+    auto it = overflow_.find(n.key);
+    // Only the claimer finishes an entry, once.
+    if (it == overflow_.end() || it->second.claimer != from ||
+        it->second.outcome != static_cast<std::int32_t>(Claim::Outcome::kLoading)) {
+      continue;
+    }
+    it->second.outcome = n.outcome;
+    it->second.payload = n.payload;
   }
 }
 
@@ -537,6 +767,8 @@ void ShardedDirectory::finish_many(std::span<const Final> finals, std::span<Stat
   std::vector<Claim> answers(finals.size());
   std::vector<bool> issued(finals.size(), false);
   std::vector<bool> held(finals.size(), false);  // this rank held the claim
+  std::unordered_map<int, std::vector<Notice>> overflow_finals;
+  std::unordered_map<int, std::vector<std::size_t>> overflow_of;
   for (std::size_t i = 0; i < finals.size(); ++i) {
     answers[i] = Claim{finals[i].ready ? Claim::Outcome::kReady : Claim::Outcome::kFailed,
                        finals[i].ready ? finals[i].payload : Payload{}, rank_, 0};
@@ -545,8 +777,28 @@ void ShardedDirectory::finish_many(std::span<const Final> finals, std::span<Stat
       continue;
     }
     held[i] = true;
+    if (settled[i].where.slot == kOverflow) {
+      // The home's overflow table is told with a message (after the loop), not a put.
+      if (load_ != nullptr) load_->directory_op(settled[i].where.home);
+      overflow_finals[settled[i].where.home].push_back(notice_of(finals[i].key, answers[i]));
+      overflow_of[settled[i].where.home].push_back(i);
+      continue;
+    }
     out[i] = put_final(finals[i].key, settled[i].where, answers[i], words[i]);
     issued[i] = out[i].ok();
+  }
+  // Overflow entries: one message per home (their answers, for later lookups; waiters are told
+  // below by this rank, as for any entry). The messages of a pair of ranks arrive in order, so a
+  // later request of this rank finds the entries final.
+  for (const auto& [home, list] : overflow_finals) {
+    Status s;
+    if (home == rank_) {
+      on_overflow_final(
+          rank_, {reinterpret_cast<const std::byte*>(list.data()), list.size() * sizeof(Notice)});
+    } else {
+      s = send_in_pieces(home, Channel::kOverflowFinal, list);
+    }
+    for (std::size_t i : overflow_of[home]) out[i] = s;
   }
   // One flush completes every put, to every home.
   const Status flushed = ops_.flush_all();

@@ -225,23 +225,54 @@ NodeTable::Entry* NodeTable::entry_at(std::uint32_t slot) const noexcept {
   return &lv->table[i];
 }
 
-NodeTable::Entry* NodeTable::entry_of(const Key& key, std::uint32_t* slot) const noexcept {
-  for (int l = 0; l < kMaxLevels; ++l) {
-    const Level* lv = level(l, false);
-    if (lv == nullptr) return nullptr;
+NodeTable::Entry* NodeTable::entry_of(const Key& key, std::uint32_t* slot,
+                                      int* first_room) const noexcept {
+  // From the newest level mapped down: each level is as large as all before it, so most keys
+  // are in the newest levels, and a lookup from level 0 up would scan every full window below
+  // them first (16 entries of 192 bytes, memory misses each: most of the cost of a node-table
+  // hit in a table of a million keys). A key is in one level only, so any order finds it. A
+  // level above the newest mapped is looked for (an open) only when the key's window in the
+  // level below it is full: a key goes on to level L + 1 only then.
+  int top = 0;
+  while (top < kMaxLevels && levels_[top].load(std::memory_order_acquire) != nullptr) ++top;
+  enum class Seen { kFound, kAbsent, kFull };
+  Entry* found = nullptr;
+  auto scan = [&](int l) {
+    const Level* lv = levels_[l].load(std::memory_order_acquire);
     const auto start = static_cast<std::uint32_t>(key.check % lv->entries);
     for (int probe = 0; probe < kMaxProbe; ++probe) {
       const std::uint32_t i = (start + static_cast<std::uint32_t>(probe)) % lv->entries;
       Entry& e = lv->table[i];
       const std::uint64_t w = e.word.load(std::memory_order_acquire);
-      if (w == 0) return nullptr;
+      if (w == 0) return Seen::kAbsent;
       if (w != key.word) continue;
-      if (e.state.load(std::memory_order_acquire) == kClaiming) return nullptr;
+      if (e.state.load(std::memory_order_acquire) == kClaiming) return Seen::kAbsent;
       if (e.check != key.check) continue;
       *slot = (static_cast<std::uint32_t>(l) << kIndexBits) | i;
-      return &e;
+      found = &e;
+      return Seen::kFound;
+    }
+    return Seen::kFull;
+  };
+  // The newest level mapped, and the levels above it while the key's window is full.
+  int room = -1;
+  int l = top - 1;
+  for (; l < kMaxLevels; ++l) {
+    if (l >= top && level(l, false) == nullptr) break;
+    const Seen seen = scan(l);
+    if (seen == Seen::kFound) return found;
+    if (seen == Seen::kAbsent) {
+      room = l;
+      break;
     }
   }
+  if (room < 0) room = l;  // every window full: the next level
+  for (l = top - 2; l >= 0; --l) {
+    const Seen seen = scan(l);
+    if (seen == Seen::kFound) return found;
+    if (seen == Seen::kAbsent) room = l;
+  }
+  if (first_room != nullptr) *first_room = room;
   return nullptr;
 }
 
@@ -333,8 +364,24 @@ NodeTable::Found NodeTable::find(const Key& key) const {
 }
 
 NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds timeout) {
+  // Most lookups are of keys the node has answered: found without a claim, newest level first.
+  // Otherwise the claim starts at the lowest level whose window had room (the full windows below
+  // it stay full: no second scan of them).
+  int first = 0;
+  {
+    std::uint32_t slot = 0;
+    if (const Entry* e = entry_of(key, &slot, &first); e != nullptr) {
+      Found f;
+      if (e->state.load(std::memory_order_acquire) == kReady && load_payload(*e, &f)) {
+        f.outcome = Found::Outcome::kReady;
+        f.slot = slot;
+        return f;
+      }
+      first = static_cast<int>(slot >> kIndexBits);  // its level: wait for it there
+    }
+  }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (int l = 0; l < kMaxLevels; ++l) {
+  for (int l = first; l < kMaxLevels; ++l) {
     const Level* lv = level(l, true);
     if (lv == nullptr) break;
     Found f = acquire_in(*lv, l, key, deadline);

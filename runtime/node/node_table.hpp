@@ -11,17 +11,17 @@
 // RESOLVING: waiters check every 100 ms whether its process still exists and, when not, mark the
 // entry FAILED and go on without it; otherwise they wait up to their timeout.
 //
-// Open addressing with linear probing (64 probes); an entry is claimed by a compare-and-swap of
+// Open addressing with linear probing (16 probes); an entry is claimed by a compare-and-swap of
 // its key word. A READY entry's answer can be renewed in place (renew(): a path's answer checked
 // against the PFS again after LARDER_REVALIDATE, by one rank for the node); readers copy answers
 // under a sequence lock, so they never see half of one. Lock-free; thread- and process-safe.
 //
 // The table grows with what the node reads, in levels: level 0 is the file the leader creates
-// (`first` entries); a key whose 64 probes in level L find only other keys goes on to level L+1,
+// (`first` entries); a key whose 16 probes in level L find only other keys goes on to level L+1,
 // twice the size of L, a file beside the first (<path>.<L>) that the first process to need it
 // creates (whole, then linked into place: every process maps the same one) and the others map
 // when they first reach it. Entries are never removed, so a key that went on from level L did so
-// because those 64 slots were taken, and they still are for everyone looking for it later: every
+// because those 16 slots were taken, and they still are for everyone looking for it later: every
 // process finds a key in the same level. Levels stop at `max` entries in all (LARDER_NODE_SLOTS);
 // past that, or when a level cannot be created (a full /dev/shm), acquire() answers kFull at the
 // cost of one probe window per level (the caller asks the directory itself), and a failed
@@ -43,7 +43,7 @@ namespace larder {
 
 class NodeTable {
  public:
-  static constexpr int kMaxProbe = 64;
+  static constexpr int kMaxProbe = 16;
   static constexpr int kMaxLevels = 24;
   // The first level's entries when the cap allows (65536: 12 MiB).
   static constexpr std::uint32_t kFirstLevel = 1u << 16;
@@ -102,7 +102,7 @@ class NodeTable {
   // Maps (creating it when `create`) the file of level `l`.
   Result<Level> map_level(int l, bool create) const;
   Entry* entry_at(std::uint32_t slot) const noexcept;
-  // acquire() within one level: kFull when its 64 probes hold other keys.
+  // acquire() within one level: kFull when its 16 probes hold other keys.
   Found acquire_in(const Level& lv, int l, const Key& key,
                    std::chrono::steady_clock::time_point deadline);
   static void store_payload(Entry& e, const Payload& payload) noexcept;
@@ -111,7 +111,10 @@ class NodeTable {
   // Waits while the entry is RESOLVING (marks it FAILED when its resolver died); its state.
   static std::uint32_t wait_resolved(Entry& e, std::chrono::steady_clock::time_point deadline,
                                      bool* timed_out) noexcept;
-  Entry* entry_of(const Key& key, std::uint32_t* slot) const noexcept;
+  // The entry of `key` (nullptr: none final or being resolved yet). `first_room` (may be null):
+  // when none, the lowest level whose window for the key is not full (levels below it are, for
+  // good), where a claim of the key starts.
+  Entry* entry_of(const Key& key, std::uint32_t* slot, int* first_room = nullptr) const noexcept;
 
   std::string path_;
   const std::uint64_t max_;

@@ -19,15 +19,18 @@
 namespace larder {
 
 enum class Channel : int {
-  kWaitRegister = 1,   // "tell me when these entries are final" (to the rank loading them)
-  kWaitNotify = 2,     // entries are final: outcome and payload (to each registered waiter)
-  kWatchRegister = 3,  // "tell me when these entries are final" (to their home: nobody claimed)
-  kWatchFinal = 4,     // these watched entries are final (claimer to home): the notices
-  kShardRequest = 5,   // directory operations on the receiver's shard (MessageShards)
-  kShardReply = 6,     // their results
-  kReadRequest = 7,    // "send me these pieces of your memory" (MessageReads; replies are UCX's)
+  kWaitRegister = 1,    // "tell me when these entries are final" (to the rank loading them)
+  kWaitNotify = 2,      // entries are final: outcome and payload (to each registered waiter)
+  kWatchRegister = 3,   // "tell me when these entries are final" (to their home: nobody claimed)
+  kWatchFinal = 4,      // these watched entries are final (claimer to home): the notices
+  kShardRequest = 5,    // directory operations on the receiver's shard (MessageShards)
+  kShardReply = 6,      // their results
+  kReadRequest = 7,     // "send me these pieces of your memory" (MessageReads; replies are UCX's)
+  kOverflowAsk = 8,     // lookups and claims of keys in the home's overflow table (to the home)
+  kOverflowAnswer = 9,  // their answers (to the requester)
+  kOverflowFinal = 10,  // overflow entries this rank claimed are final (to their home)
 };
-inline constexpr int kChannelCount = 8;
+inline constexpr int kChannelCount = 11;
 inline constexpr std::size_t kMaxMessage = 4096;
 
 class Messenger {

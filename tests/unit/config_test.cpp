@@ -40,6 +40,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
                   {"LARDER_LOG", "debug"},
                   {"LARDER_NODE_SIZE", "2"},
                   {"LARDER_DIR_SLOTS", "1024"},
+                  {"LARDER_DIR_ENTRIES", "3000000000"},
                   {"LARDER_TIMEOUT", "5"},
                   {"LARDER_REVALIDATE", "off"},
                   {"LARDER_ENABLE", "yes"}});
@@ -57,6 +58,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(c->log_level, log::Level::kDebug);
   EXPECT_EQ(c->node_size, 2);
   EXPECT_EQ(c->dir_slots, 1024u);
+  EXPECT_EQ(c->dir_entries, 3000000000ull);
   EXPECT_EQ(c->wait_timeout, std::chrono::seconds(5));
   EXPECT_EQ(c->revalidate, std::chrono::seconds(0));
 }
@@ -136,6 +138,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_NODE_SIZE", "-1", "positive rank count"},
                       BadCase{"LARDER_NODE_SIZE", "two", "positive rank count"},
                       BadCase{"LARDER_DIR_SLOTS", "8", "between 64 and"},
+                      BadCase{"LARDER_DIR_ENTRIES", "63", "between 64 and 4294967296"},
+                      BadCase{"LARDER_DIR_ENTRIES", "1e6", "between 64 and 4294967296"},
                       BadCase{"LARDER_TIMEOUT", "0", "seconds"},
                       BadCase{"LARDER_REVALIDATE", "soon", "0 or off (never)"},
                       BadCase{"LARDER_REVALIDATE", "90000", "to 86400"},
