@@ -252,6 +252,7 @@ class Cache {
   // list-ahead (cache_bulk.cpp)
   struct BulkItem;
   void list_ahead(const std::string& dir, const Listing& listing);
+  void list_ahead_batch(const std::string& dir, std::span<const std::string> names);
   // Claims `item`'s key in the node table for this rank (false: already known, or another rank
   // of the node is resolving it).
   bool claim_on_node(BulkItem& item);

@@ -306,12 +306,18 @@ bool looks_like_shared_object(std::string_view name) {
 }  // namespace
 
 void Cache::list_ahead(const std::string& dir, const Listing& listing) {
-  if (config_.list_ahead == 0 || listing.error != 0 || listing.count > config_.list_ahead + 2 ||
-      closing()) {
-    return;
+  if (config_.list_ahead == 0 || listing.error != 0 || closing()) return;
+  const std::vector<std::string> all = listing.names();
+  // A large directory (a dataset's class of 100,000 files) in batches of LARDER_LIST_AHEAD
+  // entries: the same round trips per batch, and memory bounded by one batch, not the directory.
+  for (std::size_t at = 0; at < all.size() && !closing(); at += config_.list_ahead) {
+    const std::size_t n = std::min<std::size_t>(config_.list_ahead, all.size() - at);
+    list_ahead_batch(dir, std::span(all).subspan(at, n));
   }
-  const std::vector<std::string> names = listing.names();
-  if (names.empty() || names.size() > config_.list_ahead) return;
+}
+
+void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string> names) {
+  if (names.empty()) return;
   // Phase 1: the stat answers of the entries.
   std::vector<BulkItem> paths;
   for (const std::string& name : names) {

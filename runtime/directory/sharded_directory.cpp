@@ -321,8 +321,7 @@ void ShardedDirectory::ask_overflow(std::vector<Probe>& probes,
     answers.insert(answers.end(), call->answers.begin(), call->answers.end());
   }
   std::vector<bool> answered(probes.size(), false);
-  for (std::size_t k = 0; k < answers.size(); ++k) {
-    const Answer& a = answers[k];
+  for (const Answer& a : answers) {
     if (a.index >= probes.size()) continue;
     Probe& p = probes[a.index];
     answered[a.index] = true;
