@@ -236,15 +236,15 @@ TEST_F(CollectiveCacheTest, ABusyOwnerDoesNotStallOthers) {
 TEST_F(CollectiveCacheTest, ASmallDirectoryShardGrowsIntoTheOverflow) {
   set_env("LARDER_DIR_SLOTS", "64");
   chunk_size = 64 << 10;                          // many keys: 64 slots a rank hold a few of them
-  make_file("many", 3000 * chunk_size / 10, 9);   // 300 chunks
-  make_file("more", 4500 * chunk_size / 10, 19);  // 450 chunks
+  make_file("many", 2000 * chunk_size / 10, 9);   // 200 chunks
+  make_file("more", 1500 * chunk_size / 10, 19);  // 150 chunks
   init();
   for (int pass = 0; pass < 2; ++pass) {
     ASSERT_EQ(read_through_larder(data("many")), read_whole(data("many")));
     ASSERT_EQ(read_through_larder(data("more")), read_whole(data("more")));
   }
   const auto stats = finalize();
-  EXPECT_EQ(stats["pfs"]["read_ops"], 750u);
+  EXPECT_EQ(stats["pfs"]["read_ops"], 350u);
   EXPECT_EQ(stats["fallbacks"], 0u);
   EXPECT_EQ(stats["directory"]["refused"], 0u);
   EXPECT_GT(stats["directory"]["overflow_entries"].get<std::uint64_t>(), 0u);
@@ -257,7 +257,7 @@ TEST_F(CollectiveCacheTest, AFullDirectoryDegradesToDirectReads) {
   set_env("LARDER_DIR_SLOTS", "64");
   set_env("LARDER_DIR_ENTRIES", "64");
   chunk_size = 64 << 10;
-  make_file("many", 6000 * chunk_size / 10, 9);  // 600 chunks
+  make_file("many", 3000 * chunk_size / 10, 9);  // 300 chunks
   init();
   for (int pass = 0; pass < 2; ++pass)
     ASSERT_EQ(read_through_larder(data("many")), read_whole(data("many")));
@@ -268,14 +268,14 @@ TEST_F(CollectiveCacheTest, AFullDirectoryDegradesToDirectReads) {
                 stats["hits"]["self"].get<std::uint64_t>() +
                 stats["hits"]["node"].get<std::uint64_t>() +
                 stats["hits"]["remote"].get<std::uint64_t>(),
-            2u * 600u * static_cast<std::uint64_t>(size()));
+            2u * 300u * static_cast<std::uint64_t>(size()));
   const auto refused = stats["directory"]["refused"].get<std::uint64_t>();
   EXPECT_GT(refused, 0u);
   EXPECT_EQ(stats["directory"]["overflow_entries"], 0u);
   // No more PFS reads than a job without the cache: each rank reads each chunk at most once per
   // pass.
   EXPECT_LE(stats["pfs"]["read_ops"].get<std::uint64_t>(),
-            2u * 600u * static_cast<std::uint64_t>(size()));
+            2u * 300u * static_cast<std::uint64_t>(size()));
 }
 
 TEST_F(CollectiveCacheTest, AFullArenaDegradesToDirectReads) {
