@@ -259,16 +259,25 @@ int read_shares(const std::string& root, int passes, const std::string& json) {
   int any_bad = 0;
   MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0 && any_bad != 0) std::cerr << "FAIL: the ranks listed or read other bytes\n";
-  // The ranks' peak resident memory (shared pages they touched included), summed.
+  // The ranks' peak resident memory (shared pages they touched included, in each), summed; and
+  // their proportional set size now (shared pages split between the processes mapping them).
   rusage ru{};
   ::getrusage(RUSAGE_SELF, &ru);
-  std::uint64_t rss = static_cast<std::uint64_t>(ru.ru_maxrss) * 1024, rss_sum = 0;
-  MPI_Reduce(&rss, &rss_sum, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  std::uint64_t mem[2] = {static_cast<std::uint64_t>(ru.ru_maxrss) * 1024, 0};
+  if (std::ifstream rollup("/proc/self/smaps_rollup"); rollup) {
+    std::string line;
+    while (std::getline(rollup, line)) {
+      if (line.rfind("Pss:", 0) == 0) mem[1] = std::stoull(line.substr(4)) * 1024;
+    }
+  }
+  std::uint64_t sums[2] = {0, 0};
+  MPI_Reduce(mem, sums, 2, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  const std::uint64_t rss_sum = sums[0];
   if (rank == 0 && !json.empty()) {
     std::ofstream out(json);
     out << fmt::format(R"({{"ranks": {}, "files": {}, "hash": "{:016x}", "listing_seconds": {}, )",
                        size, count0, ref_hash, list_max);
-    out << fmt::format(R"("max_rss_bytes_sum": {}, )", rss_sum);
+    out << fmt::format(R"("max_rss_bytes_sum": {}, "pss_bytes_sum": {}, )", rss_sum, sums[1]);
     out << R"("slowest_seconds": [)";
     for (std::size_t i = 0; i < slowest.size(); ++i) out << (i ? ", " : "") << slowest[i];
     out << "]}\n";

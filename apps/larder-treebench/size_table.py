@@ -6,8 +6,9 @@ treebench read --share: every rank lists every directory, then reads its share o
 shuffled order), plain and through the preload, with every Larder setting at its default, the
 page cache dropped before each side. Prints a Markdown table: the listing and each epoch (slowest
 rank), plain, Larder and their ratio; the directory's overflow entries; Larder's memory per file
-(the ranks' peak resident memory, shared pages included, above the plain run's, per file; and the
-same without the cached bytes themselves: the metadata).
+(the ranks' proportional set size at the end, shared pages split between the processes mapping
+them, above the plain run's, per file; and the same without the cached bytes themselves: the
+metadata: node tables, directory shards and overflow, memos, listings, arena slack).
 
   size_table.py --treebench build/release/bin/larder-treebench \\
       --preload build/release/lib/liblarder_preload.so --root /var/tmp/larder-sizes \\
@@ -99,7 +100,7 @@ def main():
         if plain["hash"] != larder["hash"]:
             sys.exit(f"{files} files: Larder's bytes differ from plain's")
         s = larder["stats"]
-        extra = larder["max_rss_bytes_sum"] - plain["max_rss_bytes_sum"]
+        extra = larder["pss_bytes_sum"] - plain["pss_bytes_sum"]
         row = {
             "files": files, "plain": plain, "larder": larder,
             "overflow_entries": s["directory"]["overflow_entries"],

@@ -63,15 +63,34 @@ Payload Cache::group_form(const Payload& local, bool chunk, std::uint64_t group_
   return pack(record);
 }
 
+// The memo holds what this rank knows and its node table does not: an answer the node table
+// holds READY, with the same payload, is not copied into every rank's memo (issue 27: a million
+// files cost each rank some 340 MB of copies of its node's table). A memo lookup that misses asks
+// the node table (newest level first, no claim, no wait).
 bool Cache::memo_find(const Key& key, Payload* out) {
-  std::shared_lock lock(memo_mu_);
-  auto it = memo_.find(key);
-  if (it == memo_.end()) return false;
-  *out = it->second;
+  {
+    std::shared_lock lock(memo_mu_);
+    if (auto it = memo_.find(key); it != memo_.end()) {
+      *out = it->second;
+      return true;
+    }
+  }
+  if (node_ == nullptr || closing()) return false;
+  const NodeTable::Found f = node_->find(key);
+  if (f.outcome != NodeTable::Found::Outcome::kReady) return false;
+  *out = f.payload;
   return true;
 }
 
 void Cache::memo_put(const Key& key, const Payload& payload) {
+  if (node_ != nullptr && !closing()) {
+    const NodeTable::Found f = node_->find(key);
+    if (f.outcome == NodeTable::Found::Outcome::kReady && f.payload == payload) {
+      std::unique_lock lock(memo_mu_);
+      memo_.erase(key);  // an older answer of this rank's, superseded by the node's
+      return;
+    }
+  }
   std::unique_lock lock(memo_mu_);
   memo_.insert_or_assign(key, payload);
 }
