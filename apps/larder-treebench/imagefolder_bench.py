@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""torchvision's ImageFolder over a dataset in its shape, plain and through Larder, side by side:
+4 ranks on 2 emulated nodes (LARDER_NODE_SIZE=2), each rank an ImageFolder (the class directories
+listed and walked, as torchvision does) with a DistributedSampler and a DataLoader of 2 workers
+(fork or spawn), two epochs; the loader reads each file's bytes (the files are not images: the
+figure is the file system's part of the input pipeline, without decoding). The page cache is
+dropped before each run. Prints the slowest rank's dataset construction and epochs, and ratios.
+
+  imagefolder_bench.py --treebench build/release/bin/larder-treebench \\
+      --preload build/release/lib/liblarder_preload.so --root /var/tmp/larder-sizes \\
+      [--files 20000] [--ranks 4] [--node-size 2] [--contexts fork,spawn]
+
+Needs torchvision (Debian: apt-get install python3-torchvision)."""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+PYTHON = "/usr/bin/python3"
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return len(f.read())
+
+
+def collate(batch):
+    return sum(n for n, _ in batch), [c for _, c in batch]
+
+
+def rank_main(root, context, out):
+    # No MPI in the Python: Debian's mpi4py is built on Open MPI, and a training script need not
+    # call MPI (Larder starts from the launcher's environment). Rank and size from MPICH's or
+    # Open MPI's launcher; the ranks meet through torch.distributed (gloo, a file store).
+    import torch.distributed as dist
+    import torch.utils.data as tud
+    import torchvision
+
+    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    size = int(os.environ.get("PMI_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
+    dist.init_process_group("gloo", init_method="file://" + out + ".store", rank=rank,
+                            world_size=size)
+    dist.barrier()
+    t0 = time.monotonic()
+    ds = torchvision.datasets.ImageFolder(root, loader=read_bytes, is_valid_file=lambda p: True)
+    build = time.monotonic() - t0
+    sampler = tud.DistributedSampler(ds, num_replicas=size, rank=rank, shuffle=True, seed=7)
+    loader = tud.DataLoader(ds, batch_size=64, sampler=sampler, num_workers=2,
+                            multiprocessing_context=context, collate_fn=collate)
+    epochs, total = [], 0
+    for epoch in range(2):
+        sampler.set_epoch(epoch)
+        dist.barrier()
+        t1 = time.monotonic()
+        for nbytes, _ in loader:
+            total += nbytes
+        epochs.append(time.monotonic() - t1)
+    del loader
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump({"times": [build] + epochs, "bytes": total, "files": len(ds)}, f)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def gather(out, ranks):
+    parts = [json.load(open(f"{out}.{r}")) for r in range(ranks)]
+    slowest = [max(p["times"][i] for p in parts) for i in range(3)]
+    return {"build": slowest[0], "epochs": slowest[1:], "bytes": sum(p["bytes"] for p in parts),
+            "files": parts[0]["files"]}
+
+
+def drop_caches():
+    try:
+        subprocess.run(["sync"], check=True)
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def run(args, tree, context, larder, scratch):
+    out = os.path.join(scratch, "if.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LARDER_")}
+    cmd = [args.mpiexec, "-n", str(args.ranks), "-bind-to", "none"]
+    shm = os.path.join("/dev/shm", "larder-imagefolder")
+    if larder:
+        local = os.path.join(scratch, "local")
+        for d in (shm, local):
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+        cmd += ["-genv", "LD_PRELOAD", args.preload]
+        env.update(LARDER_PREFIX=tree, LARDER_SHM_DIR=shm, LARDER_DIR=local,
+                   LARDER_NODE_SIZE=str(args.node_size),
+                   LARDER_STATS=os.path.join(scratch, "stats.json"))
+    cmd += [PYTHON, os.path.abspath(__file__), "--rank", tree, context, out]
+    for leftover in [out + ".store"] + [f"{out}.{r}" for r in range(args.ranks)]:
+        if os.path.exists(leftover):
+            os.remove(leftover)
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    shutil.rmtree(shm, ignore_errors=True)
+    got = gather(out, args.ranks)
+    if larder:
+        got["stats"] = json.load(open(os.path.join(scratch, "stats.json")))
+    return got
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--rank":
+        rank_main(*sys.argv[2:5])
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--treebench", required=True)
+    ap.add_argument("--preload", required=True)
+    ap.add_argument("--mpiexec", default="mpiexec.mpich")
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--files", type=int, default=20000)
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--node-size", type=int, default=2)
+    ap.add_argument("--contexts", default="fork,spawn")
+    args = ap.parse_args()
+    tree = os.path.join(args.root, f"dataset-{args.files}")
+    if not os.path.exists(os.path.join(tree, ".complete")):
+        shutil.rmtree(tree, ignore_errors=True)
+        subprocess.run([args.treebench, "generate", tree, "--dataset", "--files", str(args.files)],
+                       check=True, stdout=subprocess.DEVNULL)
+        open(os.path.join(tree, ".complete"), "w").close()
+    scratch = os.path.join(args.root, "scratch-imagefolder")
+    os.makedirs(scratch, exist_ok=True)
+    dropped = True
+    print(f"{args.files} files, {args.ranks} ranks on {args.ranks // args.node_size} emulated "
+          f"nodes, DataLoader of 2 workers")
+    print()
+    print("| context | side | ImageFolder built s | epoch 1 s | epoch 2 s | built + epoch 1 ÷ plain | "
+          "epoch 2 ÷ plain | PFS reads |")
+    print("|---|---|---|---|---|---|---|---|")
+    for context in args.contexts.split(","):
+        print(f"{context}: plain", file=sys.stderr, flush=True)
+        dropped = drop_caches() and dropped
+        plain = run(args, tree, context, False, scratch)
+        print(f"{context}: Larder", file=sys.stderr, flush=True)
+        dropped = drop_caches() and dropped
+        larder = run(args, tree, context, True, scratch)
+        if plain["bytes"] != larder["bytes"]:
+            sys.exit("Larder's epochs read other bytes than plain's")
+        p1 = plain["build"] + plain["epochs"][0]
+        l1 = larder["build"] + larder["epochs"][0]
+        for name, r in (("plain", plain), ("Larder", larder)):
+            ratio1 = f"{l1 / p1:.2f} ×" if r is larder else ""
+            ratio2 = f"{larder['epochs'][1] / plain['epochs'][1]:.2f} ×" if r is larder else ""
+            reads = f"{r['stats']['pfs']['read_ops']:,}" if r is larder else ""
+            print(f"| {context} | {name} | {r['build']:.1f} | {r['epochs'][0]:.1f} | "
+                  f"{r['epochs'][1]:.1f} | {ratio1} | {ratio2} | {reads} |", flush=True)
+    print()
+    print(f"page cache dropped before each run: {'yes' if dropped else 'NO (not root)'}")
+
+
+if __name__ == "__main__":
+    main()
