@@ -19,6 +19,8 @@ import subprocess
 import sys
 import time
 
+from size_table import drop_caches  # the same page-cache drop as the size table
+
 PYTHON = "/usr/bin/python3"
 
 
@@ -70,16 +72,6 @@ def gather(out, ranks):
     slowest = [max(p["times"][i] for p in parts) for i in range(3)]
     return {"build": slowest[0], "epochs": slowest[1:], "bytes": sum(p["bytes"] for p in parts),
             "files": parts[0]["files"]}
-
-
-def drop_caches():
-    try:
-        subprocess.run(["sync"], check=True)
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return True
-    except OSError:
-        return False
 
 
 def run(args, tree, context, larder, scratch):
