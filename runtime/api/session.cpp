@@ -26,6 +26,13 @@ Session::~Session() {
 }
 
 Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_share) {
+  if (disk_share > 0 && !config_.keep.empty()) {
+    // Kept disk-tier files are linked here as segments (links do not cross file systems).
+    const int node =
+        topology_.node_of.empty() ? 0 : topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+    const std::string files = job_dir_.disk_job_dir() + "/files-" + std::to_string(node);
+    if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) disk_files_dir_ = files;
+  }
   if (mem_share > 0) {
     auto arena = Arena::create(job_dir_.arena_path(topology_.rank, Tier::kMem), mem_share);
     if (!arena.ok()) return arena.status();
@@ -36,7 +43,7 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
     const std::string files = job_dir_.shm_job_dir() + "/files-" + std::to_string(node);
     if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) {
       node_files_dir_ = files;
-      segments_ = std::make_unique<Segments>(files, topology_.rank);
+      segments_ = std::make_unique<Segments>(files, topology_.rank, disk_files_dir_);
       // Shared objects are mapped for execution from here: not on a noexec mount.
       struct statvfs fs {};
       const bool noexec = ::statvfs(files.c_str(), &fs) == 0 && (fs.f_flag & ST_NOEXEC) != 0;
@@ -63,6 +70,71 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
   return {};
 }
 
+// Kept stores (LARDER_KEEP): the node leader prepares the node's store before the step starts,
+// the node's ranks then map its table, and the budgets of their arenas leave the kept bytes room.
+KeptPlace Session::kept_place_of(const std::string& name) const {
+  KeptPlace place;
+  place.shm_base = job_dir_.shm_base();
+  place.disk_base = job_dir_.disk_base();
+  place.name = name;
+  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  place.node = config_.node_size > 0 ? "node-" + std::to_string(node) : "host";
+  return place;
+}
+
+void Session::prepare_kept() {
+  if (config_.keep.empty()) return;
+  auto prepared = KeptStore::prepare(kept_place_of(config_.keep), job_dir_.job_id(),
+                                     config_.mem_budget, config_.disk_budget, config_.keep_ttl);
+  if (!prepared.ok()) {
+    LARDER_LOG_WARN("the kept store {} is not used: {}", config_.keep, prepared.status().message());
+    return;
+  }
+  stats_.add(Counter::kept_bytes_evicted, prepared->evicted_bytes);
+  stats_.add(Counter::kept_bytes_dropped_unfinished, prepared->unfinished_bytes);
+  LARDER_LOG_INFO("kept store {}: {} chunks, {} in memory, {} on disk", config_.keep,
+                  prepared->chunks, format_size(prepared->mem_bytes),
+                  format_size(prepared->disk_bytes));
+}
+
+void Session::open_kept(int ranks_on_node) {
+  if (config_.keep.empty()) return;
+  kept_place_ = std::make_unique<KeptPlace>(kept_place_of(config_.keep));
+  auto kept = KeptStore::open(*kept_place_, job_dir_.job_id());
+  if (!kept.ok()) {
+    LARDER_LOG_INFO("no kept store to adopt from: {}", kept.status().message());
+    return;
+  }
+  kept_ = std::move(*kept);
+  // The kept bytes count against the node's budgets: each rank leaves its share of them.
+  const auto share = static_cast<std::uint64_t>(ranks_on_node > 0 ? ranks_on_node : 1);
+  for (auto [tier, bytes] : {std::pair{Tier::kMem, kept_->mem_bytes()},
+                             std::pair{Tier::kDisk, kept_->disk_bytes()}}) {
+    Arena* arena = tiers_.get(tier);
+    if (arena == nullptr) continue;
+    const std::uint64_t mine = (bytes + share - 1) / share;
+    arena->set_limit(arena->capacity() > mine ? arena->capacity() - mine : 0);
+  }
+}
+
+void Session::keep_step() {
+  if (kept_place_ == nullptr || cache_ == nullptr) return;
+  auto kept = cache_->keep_step(job_dir_.job_id());
+  if (!kept.ok()) {
+    LARDER_LOG_WARN("this rank's part of the step is not kept: {}", kept.status().message());
+  }
+}
+
+void Session::complete_kept(bool leader) {
+  if (kept_place_ == nullptr) return;
+  kept_.reset();
+  if (!leader) return;
+  if (Status s = KeptStore::complete_step(*kept_place_, job_dir_.job_id()); !s.ok()) {
+    LARDER_LOG_WARN("the step is not kept: {}", s.message());
+  }
+  KeptStore::remove_table(*kept_place_, job_dir_.job_id());
+}
+
 void Session::build_node_table() {
   MpiJob& mpi = *mpi_;
   const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
@@ -70,6 +142,7 @@ void Session::build_node_table() {
   const bool leader = topology_.leader_of(node) == topology_.rank;
   Status made;
   if (leader) {
+    prepare_kept();  // before the agreement below: the node's ranks open it after
     auto table = NodeTable::create(path, NodeTable::kFirstLevel, config_.node_slots);
     if (table.ok()) {
       node_table_ = std::move(*table);
@@ -82,8 +155,10 @@ void Session::build_node_table() {
   if (Status agreed = mpi.agree(made); !agreed.ok()) {
     LARDER_LOG_WARN("node tables are off for this job: {}", agreed.message());
     node_table_.reset();
+    open_kept(topology_.ranks_on_node(node));
     return;
   }
+  open_kept(topology_.ranks_on_node(node));
   if (!leader) {
     auto table = NodeTable::attach(path, config_.node_slots);
     if (table.ok()) {
@@ -123,6 +198,8 @@ void Session::build_cache() {
   parts.clock = clock_;
   parts.node_files_dir = node_files_dir_;
   parts.segments = segments_.get();
+  parts.kept = kept_.get();
+  parts.kept_place = kept_place_.get();
   const char* audit = std::getenv("LD_AUDIT");
   parts.objects_as_node_files = audit != nullptr && std::strstr(audit, "larder_audit") != nullptr;
   cache_ = std::make_unique<Cache>(std::move(parts));
@@ -136,6 +213,8 @@ Result<std::unique_ptr<Session>> Session::create_local(Config config, const Seam
   if (!dir.ok()) return dir.status();
   s->job_dir_ = std::move(*dir);
   if (Status st = s->build_local_tiers(c.mem_budget, c.disk_budget); !st.ok()) return st;
+  s->prepare_kept();
+  s->open_kept(1);
   s->pfs_ = std::make_unique<PosixFileSystem>(s->stats_);
   s->directory_ = std::make_unique<LocalDirectory>(c.dir_entries);
   s->directory_view_ = s->directory_.get();
@@ -196,6 +275,9 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
 
 std::string Session::storage_path(int rank, Tier tier, std::uint32_t segment) const {
   if (tier != Tier::kFile) return job_dir_.arena_path(rank, tier);
+  if ((segment & Segments::kDiskSegment) != 0) {
+    return disk_files_dir_.empty() ? std::string() : Segments::path(disk_files_dir_, rank, segment);
+  }
   if (node_files_dir_.empty()) return {};
   return Segments::path(node_files_dir_, rank, segment);
 }
@@ -313,6 +395,7 @@ Status Session::close(const std::function<void()>& before_drain) {
         leases_.load() & ~kClosing, config_.wait_timeout.count() / 1000);
   }
   if (mpi_) return close_mpi();
+  if (unmap_allowed_) keep_step();
   StatsSnapshot totals = stats_.snapshot();
   totals.ranks = topology_.size;
   Status result;
@@ -321,6 +404,7 @@ Status Session::close(const std::function<void()>& before_drain) {
     log::print_line(totals.summary_line());
   if (unmap_allowed_) {
     cache_.reset();
+    complete_kept(true);
     job_dir_.remove_all();
   }
   return result;
@@ -340,6 +424,9 @@ Status Session::close_mpi() {
                                              : Status(Errc::kUnavailable, 0, "reads in flight"))
           .ok();
   Status result;
+  // Every rank has drained: what this rank placed goes to the kept store (its files moved, its
+  // index written) before the stats are totalled, so kept.bytes_kept is in them.
+  if (all_drained) keep_step();
   auto totals = mpi.reduce_stats(stats_.snapshot(), load_.get());
   if (!totals.ok()) result = totals.status();
   // Windows go (collectively) before the arenas they expose are unmapped.
@@ -361,6 +448,7 @@ Status Session::close_mpi() {
   segments_.reset();
   tiers_ = LocalTiers();
   peers_.reset();
+  complete_kept(mpi.node_leader());
   if (mpi.node_leader()) job_dir_.remove_all();
   return result;
 }

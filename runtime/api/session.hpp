@@ -23,6 +23,7 @@
 #include "runtime/stats/peer_load.hpp"
 #include "runtime/stats/stats.hpp"
 #include "runtime/tier/job_dir.hpp"
+#include "runtime/tier/kept_store.hpp"
 #include "runtime/tier/local_tiers.hpp"
 #include "runtime/tier/peer_arenas.hpp"
 #include "runtime/tier/segments.hpp"
@@ -94,6 +95,11 @@ class Session final : public FileService {
   // Collective: the node leaders create their node's table, then the others map it. A rank
   // that cannot ends up without one (it then resolves every key for itself).
   void build_node_table();
+  KeptPlace kept_place_of(const std::string& name) const;
+  void prepare_kept();               // the node leader, before its ranks open the store
+  void open_kept(int ranks_on_node);  // every rank
+  void keep_step();                  // every rank, at the step's end
+  void complete_kept(bool leader);   // after every rank kept its part
   void build_cache();
   // Puts the tests' fakes (if any) in front of the file system, directory and transport.
   void apply_seams(const Seams& seams);
@@ -110,6 +116,8 @@ class Session final : public FileService {
   std::unique_ptr<Segments> segments_;  // null without a files directory
   std::unique_ptr<PeerArenas> peers_;
   std::unique_ptr<NodeTable> node_table_;  // null: a local session, or the table failed
+  std::unique_ptr<KeptPlace> kept_place_;  // null: this step keeps nothing (LARDER_KEEP)
+  std::unique_ptr<KeptStore> kept_;        // null: no kept store to adopt from
   std::unique_ptr<PeerLoad> load_;
   std::unique_ptr<FileSystem> pfs_;
   std::unique_ptr<MpiJob> mpi_;           // null for a local session
@@ -121,6 +129,7 @@ class Session final : public FileService {
   std::unique_ptr<Transport> transport_seam_;
   std::function<std::int64_t()> clock_;      // Seams::clock (empty: the real clock)
   std::string node_files_dir_;               // Cache::node_file's directory (empty: none)
+  std::string disk_files_dir_;  // kept disk-tier files linked as segments (empty: none)
   std::string loader_root_;                  // <node_files_dir_>/tree (empty: none)
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;

@@ -33,7 +33,12 @@ Cache::Cache(CacheParts parts)
       clock_(std::move(parts.clock)),
       node_files_dir_(std::move(parts.node_files_dir)),
       segments_(parts.segments),
-      objects_as_node_files_(parts.objects_as_node_files) {
+      objects_as_node_files_(parts.objects_as_node_files),
+      kept_(parts.kept),
+      kept_place_(parts.kept_place) {
+  if (kept_ != nullptr) {
+    tiers_.set_make_room([this](Tier tier, std::uint64_t length) { return make_room(tier, length); });
+  }
   // Node groups need a node table (one resolver per node asks for the node).
   group_size_ = node_ != nullptr ? config_.group_size(nodes_) : 0;
   tree_fanout_ = group_size_ > 0 ? std::max(1u, config_.fanout / 2) : config_.fanout;
@@ -187,13 +192,15 @@ Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
 Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index,
                                      const ChunkRecord* into) {
   const Key key = chunk_key(file.id, index);
+  const ChunkContext context(file, index);
   ChunkRecord direct;
   direct.owner = kDirectOwner;
   const Payload read_pfs = pack(direct);
   const Answer a = resolve(
       key, kClaimIt | kTicket,
       [&](std::uint64_t ticket) { return load_chunk(file, index, ticket, false, into); },
-      [&](const Payload& p, const Tree& tree) { return localize_chunk(p, tree, into); }, &read_pfs);
+      [&](const Payload& p, const Tree& tree) { return localize_chunk(key, p, tree, into); },
+      &read_pfs);
   switch (a.kind) {
     case Answer::Kind::kCached: {
       const auto record = unpack<ChunkRecord>(a.payload);
@@ -218,7 +225,17 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
                                 bool prefetch, const ChunkRecord* into) {
   const ChunkGeometry geometry{file.size, config_.chunk_size};
   const std::uint64_t length = geometry.chunk_length(index);
+  const Key key = chunk_key(file.id, index);
   ChunkRecord record;
+  // An earlier step of the allocation kept it on this node: adopted in place, no PFS read.
+  if (length > 0 && adopt_kept(key, file.version, length, into, &record)) {
+    record.position = ticket;
+    record_placed(key, record);
+    Loaded l;
+    l.publish = true;
+    l.answer.payload = pack(record);
+    return l;
+  }
   std::span<std::byte> dst;
   if (into != nullptr) {
     record = *into;
@@ -253,6 +270,8 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   record.length = length;
   record.position = ticket;  // the origin's place in the chunk's fan-out tree
   record.version = file.version;
+  record.hash = hash_of(dst);
+  record_placed(key, record);
   Loaded l;
   l.publish = true;
   l.answer.payload = pack(record);
@@ -300,23 +319,35 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
     return true;
   }
   if (record.owner < 0 || record.owner >= topology_.size) return false;
-  // A chunk of another node that this node could not copy: the piece itself, over the network.
+  // A chunk of another node that this node could not copy: the piece itself, over the network,
+  // straight into the caller's buffer. Checked against the chunk's hash before the caller sees
+  // it: a piece of a chunk is read with the whole chunk (the hash covers the whole).
   if (transport_ == nullptr || closing()) return false;
+  const bool check = config_.verify && record.hash != 0;
+  const bool whole = offset_in_chunk == 0 && into.size() == record.length;
+  std::vector<std::byte> chunk;
+  if (check && !whole) chunk.resize(record.length);
+  const std::span<std::byte> dst = check && !whole ? std::span(chunk) : into;
   stats_.add(Counter::transport_gets);
   const Transport::GetOp op{record.owner, record.tier, record.segment,
-                            record.offset + offset_in_chunk, into};
+                            record.offset + (check && !whole ? 0 : offset_in_chunk), dst};
   if (Status s = timed_get(op); !s.ok()) {
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
-                       into.size(), record.owner, s.to_string());
+                       dst.size(), record.owner, s.to_string());
     return false;
   }
-  if (load_ != nullptr) load_->fetched(record.owner, into.size());
+  if (check && !verified(dst, record.hash, record.owner, "another node's memory")) {
+    stats_.add(Counter::integrity_refetched);  // the caller reads the PFS instead
+    return false;
+  }
+  if (check && !whole) std::memcpy(into.data(), chunk.data() + offset_in_chunk, into.size());
+  if (load_ != nullptr) load_->fetched(record.owner, dst.size());
   if (count_hit) {
     stats_.add(Counter::hits_remote);
     stats_.add(tier_counter);
   }
-  stats_.add(Counter::transport_bytes, into.size());
+  stats_.add(Counter::transport_bytes, dst.size());
   return true;
 }
 

@@ -18,10 +18,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/cache/listing.hpp"
@@ -33,6 +35,7 @@
 #include "runtime/pfs/file_system.hpp"
 #include "runtime/stats/peer_load.hpp"
 #include "runtime/stats/stats.hpp"
+#include "runtime/tier/kept_store.hpp"
 #include "runtime/tier/local_tiers.hpp"
 #include "runtime/tier/peer_arenas.hpp"
 #include "runtime/tier/segments.hpp"
@@ -78,6 +81,8 @@ struct CacheParts {
   // Wall-clock seconds, for the age of answers (LARDER_REVALIDATE); null: CLOCK_REALTIME. Tests
   // pass their own clock and move it.
   std::function<std::int64_t()> clock;
+  KeptStore* kept = nullptr;              // null: no kept store to adopt from
+  const KeptPlace* kept_place = nullptr;  // null: this step keeps nothing
 };
 
 class Cache {
@@ -155,6 +160,11 @@ class Cache {
   bool closing() const noexcept { return closing_.load(std::memory_order_acquire); }
 
   std::uint64_t chunk_size() const noexcept { return config_.chunk_size; }
+
+  // At the step's end (every rank drained, before the transport closes): moves what this rank
+  // placed in its arenas and segments into the kept store for step `job`, with its index.
+  // Returns the bytes kept.
+  Result<std::uint64_t> keep_step(const std::string& job);
 
  private:
   // What resolving a key gave: a payload to use and remember (kCached), a payload for this call
@@ -308,7 +318,7 @@ class Cache {
   std::string node_file_name(const CachedFile& file) const;
 
   // node copies and fan-out (cache_copy.cpp)
-  Result<Payload> localize_chunk(const Payload& origin, const Tree& tree,
+  Result<Payload> localize_chunk(const Key& chunk, const Payload& origin, const Tree& tree,
                                  const ChunkRecord* into = nullptr);
   // Node groups (LARDER_GROUP; docs/protocol.md, "Node groups"): the group entry of `key`, homed
   // on a rank of this node's group; false when the job has no groups.
@@ -333,6 +343,31 @@ class Cache {
   Status timed_get(const Transport::GetOp& op);
   Result<ChunkRecord> holder_source(const Tree& tree, const ChunkRecord& origin,
                                     std::uint64_t position, const Result<Claim>& parent);
+
+  // Content hashes (cache_verify.cpp). hash_of: the hash of bytes entering the cache (0 with
+  // LARDER_VERIFY=off); verified: whether bytes that entered this node match `expected` (counted;
+  // a mismatch is warned about, naming the file and chunk of the ChunkContext, and `holder`).
+  std::uint64_t hash_of(std::span<const std::byte> bytes);
+  bool verified(std::span<const std::byte> bytes, std::uint64_t expected, int holder,
+                const char* hop);
+  class ChunkContext {  // the chunk this thread is locating, for the warnings
+   public:
+    ChunkContext(const CachedFile& file, std::uint64_t index) noexcept;
+    ChunkContext(const ChunkContext&) = delete;
+    ChunkContext& operator=(const ChunkContext&) = delete;
+    ~ChunkContext();
+
+   private:
+    const CachedFile* file_;
+    std::uint64_t index_;
+  };
+
+  // Kept stores (cache_kept.cpp).
+  bool adopt_kept(const Key& key, std::uint64_t version, std::uint64_t length,
+                  const ChunkRecord* into, ChunkRecord* out);
+  Result<std::pair<int, std::uint32_t>> kept_file(std::uint32_t n, bool adopt, bool* evicted_here);
+  bool make_room(Tier tier, std::uint64_t length);
+  void record_placed(const Key& key, const ChunkRecord& record);
 
   bool memo_find(const Key& key, Payload* out);
   void memo_put(const Key& key, const Payload& payload);
@@ -366,6 +401,12 @@ class Cache {
   Segments* segments_;
   const bool objects_as_node_files_;
   std::atomic<bool> closing_{false};  // acquire/release: see begin_close()
+  KeptStore* kept_;
+  const KeptPlace* kept_place_;
+  std::atomic<std::uint32_t> kept_evict_next_{0};  // the next kept file make_room() considers
+  std::mutex kept_mu_;
+  std::unordered_map<std::uint32_t, Payload> kept_local_;  // guarded by kept_mu_ (no node table)
+  std::vector<KeptRecord> placed_;  // guarded by kept_mu_: what this rank placed, to keep
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so
   // remembering them saves a lookup (a remote atomic can cost milliseconds under Open MPI).

@@ -260,6 +260,7 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
     copy.length = origin.length;
     copy.position = fanout::kNoTicket;  // not a holder of the fan-out tree
     copy.version = origin.version;
+    copy.hash = origin.hash;
     Arena* arena = tiers_.get(copy.tier);
     ops.push_back(Transport::GetOp{origin.owner, origin.tier, origin.segment, origin.offset,
                                    std::span(arena->data() + copy.offset, copy.length)});
@@ -283,6 +284,11 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
       continue;  // the origin's copy stays the answer
     }
     stats_.add(Counter::transport_bytes, ops[k].into.size());
+    if (!verified(ops[k].into, copies[k].hash, ops[k].owner, "another node's copy")) {
+      stats_.add(Counter::integrity_refetched);
+      continue;  // the origin's copy stays the answer (read and checked again when used)
+    }
+    record_placed(items[of[k]].key, copies[k]);
     stats_.add(Counter::node_copies);
     stats_.add(Counter::node_copy_bytes, ops[k].into.size());
     if (load_ != nullptr) load_->fetched(ops[k].owner, ops[k].into.size());

@@ -27,6 +27,10 @@ Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecor
   }
   stats_.add(Counter::transport_bytes, dst.size());
   if (load_ != nullptr) load_->fetched(source.owner, dst.size());
+  // Bytes that entered this node: checked before anyone on it is served from them.
+  if (!verified(dst, source.hash, source.owner, "another node's copy")) {
+    return Status(Errc::kIoError, EBADMSG, "a copy from another node does not match its hash");
+  }
   return into;
 }
 
@@ -68,7 +72,7 @@ Result<ChunkRecord> Cache::holder_source(const Tree& tree, const ChunkRecord& or
   return origin;
 }
 
-Result<Payload> Cache::localize_chunk(const Payload& payload, const Tree& tree,
+Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, const Tree& tree,
                                       const ChunkRecord* into) {
   const auto origin = unpack<ChunkRecord>(payload);
   if (node_ == nullptr || transport_ == nullptr || origin.owner < 0 || closing()) return payload;
@@ -111,26 +115,37 @@ Result<Payload> Cache::localize_chunk(const Payload& payload, const Tree& tree,
     return payload;  // the origin's copy, read piece by piece over the network
   };
   ChunkRecord copy;
-  if (into != nullptr && into->length == origin.length) {
-    copy = *into;  // straight into the segment being filled
+  const ChunkRecord* target = into != nullptr && into->length == origin.length ? into : nullptr;
+  if (adopt_kept(chunk, origin.version, origin.length, target, &copy)) {
+    // An earlier step kept it on this node: no copy over the network.
+    copy.position = position;
   } else {
-    auto place = tiers_.allocate(origin.length);
-    if (!place.ok()) return give_up();
-    copy.tier = place->tier;
-    copy.offset = place->offset;
+    if (target != nullptr) {
+      copy = *target;  // straight into the segment being filled
+    } else {
+      auto place = tiers_.allocate(origin.length);
+      if (!place.ok()) return give_up();
+      copy.tier = place->tier;
+      copy.offset = place->offset;
+    }
+    copy.owner = topology_.rank;
+    copy.length = origin.length;
+    copy.position = position;
+    copy.version = origin.version;
+    copy.hash = origin.hash;
+    auto source = holder_source(tree, origin, position, claims[1]);
+    if (!source.ok() || source->length != origin.length) source = origin;
+    const Status first = copy_from(*source, copy).status();
+    if (!first.ok() && (source->owner == origin.owner || !copy_from(origin, copy).ok())) {
+      return give_up();
+    }
+    if (!first.ok() && first.native_code() == EBADMSG) {
+      stats_.add(Counter::integrity_refetched);  // a bad holder: the origin's bytes instead
+    }
+    stats_.add(Counter::node_copies);
+    stats_.add(Counter::node_copy_bytes, copy.length);
   }
-  copy.owner = topology_.rank;
-  copy.length = origin.length;
-  copy.position = position;
-  copy.version = origin.version;
-  auto source = holder_source(tree, origin, position, claims[1]);
-  if (!source.ok() || source->length != origin.length) source = origin;
-  if (!copy_from(*source, copy).ok() &&
-      (source->owner == origin.owner || !copy_from(origin, copy).ok())) {
-    return give_up();
-  }
-  stats_.add(Counter::node_copies);
-  stats_.add(Counter::node_copy_bytes, copy.length);
+  record_placed(chunk, copy);
   const Payload local = pack(copy);
   if (holder && !closing()) {
     if (Status s = directory_.publish(lookups[0].key, local); !s.ok()) {

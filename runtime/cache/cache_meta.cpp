@@ -221,7 +221,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
       const Payload read_pfs = pack(direct);
       const Answer c = finish_claim(
           ckey, claims[1], [&](std::uint64_t ticket) { return load_chunk(f, 0, ticket, true); },
-          [&](const Payload& p, const Tree& tree) { return localize_chunk(p, tree); }, &read_pfs,
+          [&](const Payload& p, const Tree& tree) { return localize_chunk(ckey, p, tree); }, &read_pfs,
           nodes_);
       if (c.kind == Answer::Kind::kCached) {
         node_->publish(nc.slot, c.payload);
@@ -322,6 +322,7 @@ std::shared_ptr<const Listing> Cache::fetch_listing(const std::string& path,
   where.tier = rec.tier;
   where.offset = rec.offset;
   where.length = rec.length;
+  where.hash = rec.hash;
   if (!copy_out(where, 0, blob, false) || !listing->adopt(std::move(blob)) ||
       listing->count != rec.count) {
     LARDER_LOG_LIMITED(kWarn, "cannot fetch the cached listing of {}; listing it directly", path);
@@ -364,6 +365,7 @@ Cache::Loaded Cache::load_listing(const std::string& path) {
   rec.offset = place->offset;
   rec.length = listing.records.size();
   rec.count = listing.count;
+  rec.hash = hash_of(listing.records);
   l.publish = true;
   l.answer.payload = pack(rec);
   return l;
@@ -381,6 +383,7 @@ Result<Payload> Cache::localize_listing(const Payload& payload) {
   source.tier = rec.tier;
   source.offset = rec.offset;
   source.length = rec.length;
+  source.hash = rec.hash;
   auto place = tiers_.allocate(rec.length);
   if (!place.ok()) return payload;
   ChunkRecord copy;

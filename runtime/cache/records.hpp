@@ -2,6 +2,7 @@
 #ifndef LARDER_RUNTIME_CACHE_RECORDS_HPP_
 #define LARDER_RUNTIME_CACHE_RECORDS_HPP_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "runtime/chunk/chunk_key.hpp"
@@ -53,6 +54,10 @@ struct ChunkRecord {
   std::uint64_t length = 0;
   std::uint64_t position = 0;
   std::uint64_t version = 0;  // file_version() of the file the bytes were read from (0: unknown)
+  // content_hash() of the chunk's bytes, computed where they were read from the PFS (or
+  // published by their producer) and carried with every copy's record: bytes that enter a node
+  // are checked against it (0: not hashed, LARDER_VERIFY=off).
+  std::uint64_t hash = 0;
 };
 
 // How other ranks reach a segment (KeyKind::kSegment): the transport's descriptor of it
@@ -80,7 +85,11 @@ struct ListingRecord {
   std::uint64_t length = 0;
   std::uint64_t count = 0;
   std::int64_t checked_s = 0;  // when the PFS listed it (CLOCK_REALTIME, seconds)
+  std::uint64_t hash = 0;      // content_hash() of the blob (0: not hashed)
 };
+
+// The content hash of bytes the cache holds: XXH3-64, never 0 (0 means "not hashed").
+std::uint64_t content_hash(const void* data, std::size_t length) noexcept;
 
 }  // namespace larder
 

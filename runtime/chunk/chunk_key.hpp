@@ -36,6 +36,7 @@ enum class KeyKind : std::uint8_t {
   kNodeFile = 6,  // a whole file copied to a node (node tables only): its name is derived
   kSegment = 7,   // how other ranks reach a rank's segment (runtime/tier/segments.hpp)
   kGroup = 8,     // a node group's answer for a key (LARDER_GROUP): its representative's
+  kKeptFile = 9,  // a kept store's file on a node (node tables only): who adopted it, or evicted
 };
 
 // The identity of a file's contents: the hash of its canonical path.

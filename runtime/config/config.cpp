@@ -220,6 +220,53 @@ Result<Config> Config::parse(const Lookup& lookup) {
     }
     c.node_slots = *n;
   }
+  {
+    // The allocation this job step belongs to: the first scheduler variable that is set.
+    std::string alloc;
+    for (const char* var : {"SLURM_JOB_ID", "PBS_JOBID", "FLUX_JOB_ID", "LSB_JOBID", "COBALT_JOBID"}) {
+      if (auto v = get(var); v && !v->empty()) {
+        alloc = std::string(*v);
+        break;
+      }
+    }
+    // Scheduler ids may hold characters a file name should not ('/', spaces): kept as '_'.
+    for (char& ch : alloc) {
+      const bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                         (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_';
+      if (!plain) ch = '_';
+    }
+    const std::string_view keep = get("LARDER_KEEP").value_or("auto");
+    if (keep == "auto") {
+      c.keep = alloc.empty() ? std::string() : "alloc-" + alloc.substr(0, 96);
+    } else if (keep == "off") {
+      c.keep.clear();
+    } else {
+      bool ok = !keep.empty() && keep.size() <= 64 && keep.front() != '.' &&
+                keep.substr(0, 6) != "alloc-";
+      for (char ch : keep) {
+        ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || ch == '.' || ch == '-' || ch == '_');
+      }
+      if (!ok) {
+        return bad("LARDER_KEEP", keep,
+                   "auto (keep for the allocation), off, or a name of 1 to 64 letters, digits, "
+                   "'.', '-' or '_' (not starting with '.' or alloc-)");
+      }
+      c.keep = "name-" + std::string(keep);
+    }
+  }
+  if (auto v = get("LARDER_KEEP_TTL")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n == 0 || *n > 365u * 86400) {
+      return bad("LARDER_KEEP_TTL", *v, "seconds, 1 to 31536000");
+    }
+    c.keep_ttl = std::chrono::seconds(*n);
+  }
+  if (auto v = get("LARDER_VERIFY")) {
+    auto b = parse_bool(*v);
+    if (!b) return bad("LARDER_VERIFY", *v, "on or off (also 1, 0, true, false, yes, no)");
+    c.verify = *b;
+  }
   for (auto [var, list] : {std::pair{"LARDER_WRAPPERS", &c.wrappers},
                            std::pair{"LARDER_FORKING_WRAPPERS", &c.forking_wrappers}}) {
     auto v = get(var);

@@ -67,6 +67,13 @@ struct Config {
   std::uint32_t node_slots = 1u << 26;
   std::uint32_t list_ahead = 4096;  // LARDER_LIST_AHEAD: entries of a listed directory resolved
   std::uint64_t small_file = 256ull << 10;    // LARDER_SMALL_FILE: loaded whole with its stat
+  // LARDER_KEEP: the name of the kept store this job's node-local data stays in after the job,
+  // for the allocation's later steps (docs/architecture.md, "Kept stores"); empty: keep nothing.
+  // `auto` (the default) names it after the allocation (alloc-<id> from SLURM_JOB_ID, PBS_JOBID,
+  // FLUX_JOB_ID, LSB_JOBID or COBALT_JOBID, the first set) and keeps nothing outside one.
+  std::string keep;
+  std::chrono::seconds keep_ttl{24 * 3600};  // LARDER_KEEP_TTL: a store unused this long goes
+  bool verify = true;  // LARDER_VERIFY: chunks carry content hashes, checked when entering a node
   std::vector<std::string> wrappers;          // LARDER_WRAPPERS: more exec wrapper names
   std::vector<std::string> forking_wrappers;  // LARDER_FORKING_WRAPPERS: more forking ones
 

@@ -111,7 +111,7 @@ std::string StatsSnapshot::summary_line() const {
   const std::uint64_t lookups = hits + get(Counter::misses) + get(Counter::fallbacks);
   const double hit_rate =
       lookups == 0 ? 0.0 : 100.0 * static_cast<double>(hits) / static_cast<double>(lookups);
-  return fmt::format(
+  std::string line = fmt::format(
       "larder: {} ranks, pfs read {} in {} ops ({} stat, {} list), hits {:.1f}% (self {}, node {}, "
       "remote {}), misses {}, fallbacks {}, transport {}, app read {}",
       ranks, format_size(get(Counter::pfs_bytes_read)), get(Counter::pfs_read_ops),
@@ -119,6 +119,17 @@ std::string StatsSnapshot::summary_line() const {
       get(Counter::hits_node), get(Counter::hits_remote), get(Counter::misses),
       get(Counter::fallbacks), format_size(get(Counter::transport_bytes)),
       format_size(get(Counter::app_bytes_read)));
+  // What came from earlier job steps, and what failed a check, only when there is any.
+  if (get(Counter::kept_bytes_adopted) != 0 || get(Counter::kept_bytes_kept) != 0) {
+    line += fmt::format(", from earlier steps {} ({} chunks), kept for later steps {}",
+                        format_size(get(Counter::kept_bytes_adopted)),
+                        get(Counter::kept_chunks_adopted), format_size(get(Counter::kept_bytes_kept)));
+  }
+  if (get(Counter::integrity_mismatches) != 0) {
+    line += fmt::format(", integrity mismatches {} (read again: {})",
+                        get(Counter::integrity_mismatches), get(Counter::integrity_refetched));
+  }
+  return line;
 }
 
 void Stats::record_latency(std::uint64_t ns) noexcept {

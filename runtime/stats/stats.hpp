@@ -75,7 +75,19 @@ namespace larder {
   X(produce_pfs_bytes, "produce.pfs_bytes")                     \
   X(produce_refused, "produce.refused")                         \
   X(produce_waits, "produce.waits")                             \
-  X(produce_wait_ns, "produce.wait_ns")
+  X(produce_wait_ns, "produce.wait_ns")                         \
+  X(kept_bytes_adopted, "kept.bytes_adopted")                   \
+  X(kept_chunks_adopted, "kept.chunks_adopted")                 \
+  X(kept_files_adopted, "kept.files_adopted")                   \
+  X(kept_bytes_evicted, "kept.bytes_evicted")                   \
+  X(kept_bytes_dropped_changed, "kept.bytes_dropped_changed")   \
+  X(kept_bytes_dropped_unfinished, "kept.bytes_dropped_unfinished") \
+  X(kept_bytes_kept, "kept.bytes_kept")                         \
+  X(integrity_checked, "integrity.checked")                     \
+  X(integrity_bytes_hashed, "integrity.bytes_hashed")           \
+  X(integrity_mismatches, "integrity.mismatches")               \
+  X(integrity_refetched, "integrity.refetched")                 \
+  X(integrity_ns, "integrity.ns")
 
 enum class Counter : int {
 #define LARDER_STATS_ENUM(name, path) name,

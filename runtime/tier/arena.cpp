@@ -25,7 +25,8 @@ Arena::Arena(std::string path, UniqueFd fd, std::byte* base, std::uint64_t capac
       fd_(std::move(fd)),
       base_(base),
       capacity_(capacity),
-      writable_(writable) {}
+      writable_(writable),
+      limit_(capacity) {}
 
 Arena::~Arena() {
   if (base_ != nullptr && capacity_ > 0 && sys::munmap(base_, capacity_) != 0) {
@@ -125,6 +126,13 @@ Result<std::uint64_t> Arena::allocate(std::uint64_t length) {
   return take(length, true);
 }
 
+void Arena::raise_limit(std::uint64_t by) noexcept {
+  std::uint64_t now = limit_.load(std::memory_order_relaxed);
+  while (!limit_.compare_exchange_weak(now, now + by > capacity_ ? capacity_ : now + by,
+                                       std::memory_order_relaxed)) {
+  }
+}
+
 Result<std::uint64_t> Arena::reserve(std::uint64_t length) {
   return take(length, false);
 }
@@ -165,7 +173,7 @@ Result<std::uint64_t> Arena::take(std::uint64_t length, bool back) {
   std::uint64_t start = 0;
   do {
     start = align_up(offset, align);
-    if (start + length > capacity_) {
+    if (start + length > limit_.load(std::memory_order_relaxed)) {
       return Status(Errc::kNoSpace, ENOSPC, "arena " + path_ + " budget is used up");
     }
   } while (!next_.compare_exchange_weak(offset, start + length, std::memory_order_relaxed));

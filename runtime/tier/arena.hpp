@@ -51,6 +51,14 @@ class Arena {
   // of their own, count against the tier's budget this way). kNoSpace when the budget is used.
   Result<std::uint64_t> reserve(std::uint64_t length);
 
+  // The budget within the capacity (the capacity until set): a kept store's bytes count against
+  // the node's budget (runtime/tier/kept_store.hpp), and evicting them gives the room back.
+  void set_limit(std::uint64_t limit) noexcept {
+    limit_.store(limit < capacity_ ? limit : capacity_, std::memory_order_relaxed);
+  }
+  void raise_limit(std::uint64_t by) noexcept;
+  std::uint64_t limit() const noexcept { return limit_.load(std::memory_order_relaxed); }
+
   std::byte* data() const noexcept { return base_; }
   std::uint64_t capacity() const noexcept { return capacity_; }
   std::uint64_t used() const noexcept { return next_.load(std::memory_order_relaxed); }
@@ -67,6 +75,7 @@ class Arena {
   std::byte* base_ = nullptr;
   std::uint64_t capacity_ = 0;
   bool writable_ = false;
+  std::atomic<std::uint64_t> limit_{0};  // relaxed: a budget, read before each reservation
   std::atomic<std::uint64_t> next_{0};  // relaxed: the CAS itself orders the reservation
   std::atomic<bool> full_{false};       // relaxed: a hint to stop trying
   std::atomic<bool> populate_{true};  // relaxed: false once the kernel refused MADV_POPULATE_WRITE

@@ -39,6 +39,9 @@ class JobDir {
   std::string worker_stats_path(int rank) const;
   const std::string& job_id() const noexcept { return job_id_; }
   const std::string& shm_job_dir() const noexcept { return shm_job_; }
+  const std::string& disk_job_dir() const noexcept { return disk_job_; }  // empty: no disk tier
+  const std::string& shm_base() const noexcept { return shm_base_; }
+  const std::string& disk_base() const noexcept { return disk_base_; }
 
   // Removes every file of this job on this node (call once per node, after a barrier).
   void remove_all() const noexcept;

@@ -38,6 +38,31 @@ Result<Segments::Made> Segments::adopt(const std::string& file) {
   return made;
 }
 
+Result<Segments::Made> Segments::link_kept(const std::string& kept, bool disk) {
+  if (disk && disk_dir_.empty()) return Status(Errc::kUnavailable, 0, "no disk files directory");
+  const std::uint32_t id =
+      next_id_.fetch_add(1, std::memory_order_relaxed) | (disk ? kDiskSegment : 0u);
+  std::string name = path(disk ? disk_dir_ : dir_, rank_, id);
+  if (sys::link(kept.c_str(), name.c_str()) != 0) {
+    return from_errno(errno, "cannot link kept file " + kept);
+  }
+  auto mapped = Arena::adopt_file(name);
+  if (!mapped.ok()) {
+    sys::unlink(name.c_str());
+    return mapped.status();
+  }
+  Made made{id, mapped->get(), std::move(name)};
+  std::lock_guard lock(mu_);
+  files_.emplace(id, std::move(*mapped));
+  kept_.emplace(id, true);
+  return made;
+}
+
+bool Segments::kept(std::uint32_t id) const {
+  std::lock_guard lock(mu_);
+  return kept_.contains(id);
+}
+
 const Arena* Segments::find(std::uint32_t id) const {
   std::lock_guard lock(mu_);
   auto it = files_.find(id);

@@ -24,8 +24,14 @@ namespace larder {
 
 class Segments {
  public:
-  // `dir`: this node's files directory; `rank`: the owner, part of every segment's name.
-  Segments(std::string dir, int rank) : dir_(std::move(dir)), rank_(rank) {}
+  // A segment whose id has this bit lives in the node's disk files directory (a kept disk-tier
+  // file, linked there: links cannot cross file systems).
+  static constexpr std::uint32_t kDiskSegment = 1u << 31;
+
+  // `dir`: this node's files directory; `rank`: the owner, part of every segment's name;
+  // `disk_dir`: the node's files directory on the disk tier (empty: none).
+  Segments(std::string dir, int rank, std::string disk_dir = {})
+      : dir_(std::move(dir)), disk_dir_(std::move(disk_dir)), rank_(rank) {}
   Segments(const Segments&) = delete;
   Segments& operator=(const Segments&) = delete;
   ~Segments() = default;
@@ -40,21 +46,29 @@ class Segments {
   // Takes `file` (this user's, mode 0600, in the files directory) as a new segment: renamed to
   // the segment's name and mapped read-write at its present size.
   Result<Made> adopt(const std::string& file);
+  // A kept store's file (runtime/tier/kept_store.hpp) as a new segment of this rank: linked
+  // under the segment's name (the store keeps its own name), mapped read-write; never written.
+  Result<Made> link_kept(const std::string& kept, bool disk);
   // The mapping of this rank's segment `id`; null when there is none.
   const Arena* find(std::uint32_t id) const;
   // Unmaps and removes a segment that will not be published (a build that failed).
   void drop(std::uint32_t id) noexcept;
 
   const std::string& dir() const noexcept { return dir_; }
+  const std::string& disk_dir() const noexcept { return disk_dir_; }
+  // Whether segment `id` is one of this rank's linked kept files (not a file this job wrote).
+  bool kept(std::uint32_t id) const;
   // The name of rank `rank`'s segment `id` in the files directory `dir`.
   static std::string path(const std::string& dir, int rank, std::uint32_t id);
 
  private:
   const std::string dir_;
+  const std::string disk_dir_;
   const int rank_;
   std::atomic<std::uint32_t> next_id_{1};  // relaxed: ids only need to differ
   mutable std::mutex mu_;
   std::map<std::uint32_t, std::unique_ptr<Arena>> files_;  // guarded by mu_
+  std::map<std::uint32_t, bool> kept_;                     // guarded by mu_: linked kept files
 };
 
 }  // namespace larder

@@ -1,0 +1,208 @@
+// Kept stores (runtime/tier/kept_store.hpp; docs/architecture.md, "Kept stores"): chunks an
+// earlier job step of the allocation left on this node, adopted in place by the rank that
+// resolves them for the node, after their file version and content hash are checked; kept files
+// this step does not use, evicted when the step needs their room; and, at the step's end, what
+// this rank placed in its arenas and segments, kept for the next step.
+#include <cstring>
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/cache/cache_resolve.hpp"
+#include "runtime/common/log.hpp"
+
+namespace larder {
+
+namespace {
+
+// A kept file's entry in the node table (KeyKind::kKeptFile): adopted by `owner` as its segment
+// `segment`, or evicted (or unusable) for the rest of the step.
+struct KeptFilePlace {
+  enum State : std::uint32_t { kAdopted = 1, kEvicted = 2, kUnusable = 3 };
+  std::int32_t owner = -1;
+  std::uint32_t segment = 0;
+  std::uint32_t state = kUnusable;
+};
+
+Key kept_file_key(const std::string& path) {
+  return path_key(KeyKind::kKeptFile, path);
+}
+
+}  // namespace
+
+// The node's answer for kept file `n`: claimed by this rank (which then adopts or evicts it, as
+// `adopt` says), or what another rank of the node made of it. Without a node table (one
+// process), this process's own map.
+Result<std::pair<int, std::uint32_t>> Cache::kept_file(std::uint32_t n, bool adopt,
+                                                       bool* evicted_here) {
+  const KeptStore::File& file = kept_->file(n);
+  const Key key = kept_file_key(file.path);
+  auto decide = [&]() -> KeptFilePlace {
+    KeptFilePlace place;
+    if (!adopt) {
+      if (evicted_here != nullptr) *evicted_here = true;
+      place.state = KeptFilePlace::kEvicted;
+      KeptStore::evict(file);
+      stats_.add(Counter::kept_bytes_evicted, file.bytes);
+      Arena* arena = tiers_.get(file.disk ? Tier::kDisk : Tier::kMem);
+      if (arena != nullptr) arena->raise_limit(file.bytes);
+      return place;
+    }
+    if (segments_ == nullptr) return place;
+    auto made = segments_->link_kept(file.path, file.disk);
+    if (!made.ok()) {
+      LARDER_LOG_LIMITED(kWarn, "kept file {} cannot be used: {}", file.path,
+                         made.status().to_string());
+      return place;
+    }
+    if (!publish_segment(*made)) {
+      segments_->drop(made->id);
+      return place;
+    }
+    KeptStore::touch(file.path);
+    stats_.add(Counter::kept_files_adopted);
+    place.owner = topology_.rank;
+    place.segment = made->id;
+    place.state = KeptFilePlace::kAdopted;
+    return place;
+  };
+  KeptFilePlace place;
+  if (node_ != nullptr) {
+    NodeTable::Found found = node_->acquire(key, config_.wait_timeout);
+    if (found.outcome == NodeTable::Found::Outcome::kClaimed) {
+      place = decide();
+      node_->publish(found.slot, pack(place));
+    } else if (found.outcome == NodeTable::Found::Outcome::kReady) {
+      place = unpack<KeptFilePlace>(found.payload);
+    } else {
+      return Status(Errc::kUnavailable, 0, "the node table has no answer for a kept file");
+    }
+  } else {
+    std::lock_guard lock(kept_mu_);
+    auto it = kept_local_.find(n);
+    if (it == kept_local_.end()) it = kept_local_.emplace(n, pack(decide())).first;
+    place = unpack<KeptFilePlace>(it->second);
+  }
+  if (place.state != KeptFilePlace::kAdopted) {
+    return Status(Errc::kUnavailable, 0, "kept file evicted or unusable");
+  }
+  return std::pair{static_cast<int>(place.owner), place.segment};
+}
+
+bool Cache::adopt_kept(const Key& key, std::uint64_t version, std::uint64_t length,
+                       const ChunkRecord* into, ChunkRecord* out) {
+  if (kept_ == nullptr || closing()) return false;
+  const KeptRecord* r = kept_->find(key);
+  if (r == nullptr) return false;
+  if (r->version != version || r->length != length || version == 0) {
+    // Another version of the file (it changed or went between the steps): never these bytes.
+    stats_.add(Counter::kept_bytes_dropped_changed, r->length);
+    return false;
+  }
+  auto where = kept_file(r->file, true, nullptr);
+  if (!where.ok()) return false;
+  ChunkRecord kept;
+  kept.owner = where->first;
+  kept.tier = Tier::kFile;
+  kept.segment = where->second;
+  kept.offset = r->offset;
+  kept.length = r->length;
+  kept.version = r->version;
+  kept.hash = r->hash;
+  const std::span<const std::byte> bytes = node_bytes(kept);
+  if (bytes.size() != length) return false;
+  // First use in this step: checked before anyone is served from it.
+  if (!verified(bytes, r->hash, kept.owner, "a kept store")) {
+    stats_.add(Counter::integrity_refetched);
+    return false;
+  }
+  if (into != nullptr) {
+    const std::span<std::byte> dst = own_bytes(*into);
+    if (dst.size() != length) return false;
+    std::memcpy(dst.data(), bytes.data(), length);
+    kept = *into;
+    kept.version = r->version;
+    kept.hash = r->hash;
+  }
+  stats_.add(Counter::kept_bytes_adopted, length);
+  stats_.add(Counter::kept_chunks_adopted);
+  *out = kept;
+  return true;
+}
+
+bool Cache::make_room(Tier tier, std::uint64_t length) {
+  if (kept_ == nullptr || closing()) return false;
+  std::uint64_t freed = 0;
+  // Files are in the table least recently used first; each is decided once per node.
+  for (std::uint32_t n = kept_evict_next_.load(std::memory_order_relaxed);
+       n < kept_->file_count() && freed < length; n = kept_evict_next_.load()) {
+    if (!kept_evict_next_.compare_exchange_strong(n, n + 1)) continue;
+    const KeptStore::File& file = kept_->file(n);
+    if (file.disk != (tier == Tier::kDisk)) {
+      continue;
+    }
+    bool evicted = false;
+    (void)kept_file(n, false, &evicted);
+    if (evicted) freed += file.bytes;
+  }
+  if (freed > 0) LARDER_LOG_INFO("evicted {} bytes of kept files to make room", freed);
+  return freed > 0;
+}
+
+void Cache::record_placed(const Key& key, const ChunkRecord& record) {
+  if (kept_place_ == nullptr || record.owner != topology_.rank) return;
+  if (record.tier == Tier::kFile && segments_ != nullptr && segments_->kept(record.segment)) return;
+  KeptRecord r;
+  r.word = key.word;
+  r.check = key.check;
+  r.home = key.home;
+  r.version = record.version;
+  r.hash = record.hash;
+  r.offset = record.offset;
+  r.length = static_cast<std::uint32_t>(record.length);
+  r.file = static_cast<std::uint32_t>(record.tier);
+  r.reserved = record.segment;
+  std::lock_guard lock(kept_mu_);
+  placed_.push_back(r);
+}
+
+Result<std::uint64_t> Cache::keep_step(const std::string& job) {
+  if (kept_place_ == nullptr) return std::uint64_t{0};
+  std::vector<KeptRecord> records;
+  {
+    std::lock_guard lock(kept_mu_);
+    records.swap(placed_);
+  }
+  // This rank's files that hold a placed record: its arenas and the segments it wrote.
+  std::vector<std::string> files;
+  std::vector<bool> disk;
+  std::unordered_map<std::uint64_t, std::uint32_t> number;  // (tier, segment) -> file
+  std::vector<KeptRecord> kept;
+  kept.reserve(records.size());
+  for (KeptRecord r : records) {
+    const auto tier = static_cast<Tier>(r.file);
+    const std::uint64_t id = (static_cast<std::uint64_t>(r.file) << 32) | r.reserved;
+    auto it = number.find(id);
+    if (it == number.end()) {
+      const Arena* holder = tier == Tier::kFile
+                                ? (segments_ != nullptr
+                                       ? segments_->find(static_cast<std::uint32_t>(r.reserved))
+                                       : nullptr)
+                                : tiers_.get(tier);
+      if (holder == nullptr) continue;  // a segment dropped since
+      it = number.emplace(id, static_cast<std::uint32_t>(files.size())).first;
+      files.push_back(holder->path());
+      disk.push_back(tier == Tier::kDisk ||
+                     (tier == Tier::kFile && (r.reserved & Segments::kDiskSegment) != 0));
+    }
+    r.file = it->second;
+    r.reserved = 0;
+    kept.push_back(r);
+  }
+  std::unique_ptr<bool[]> flags(new bool[disk.size()]);
+  for (std::size_t i = 0; i < disk.size(); ++i) flags[i] = disk[i];
+  auto n = KeptStore::keep_rank(*kept_place_, job, topology_.rank, files,
+                                std::span<const bool>(flags.get(), disk.size()), kept);
+  if (n.ok()) stats_.add(Counter::kept_bytes_kept, *n);
+  return n;
+}
+
+}  // namespace larder

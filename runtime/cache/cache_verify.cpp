@@ -1,0 +1,72 @@
+// Every chunk checked (cache.hpp): content hashes made where bytes enter the cache, checked where
+// they enter a node. docs/architecture.md, "Content hashes", has the hops and the boundary.
+#include <chrono>
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/common/log.hpp"
+
+namespace larder {
+
+namespace {
+
+// The chunk this thread is locating (for the warning of a mismatch): trivially destructible, so
+// no thread_local destructor is registered (the loader thread must not register one).
+thread_local const CachedFile* t_file = nullptr;
+thread_local std::uint64_t t_index = 0;
+
+std::uint64_t ns_since(std::chrono::steady_clock::time_point start) {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now() - start)
+                                        .count());
+}
+
+}  // namespace
+
+Cache::ChunkContext::ChunkContext(const CachedFile& file, std::uint64_t index) noexcept
+    : file_(t_file), index_(t_index) {
+  t_file = &file;
+  t_index = index;
+}
+
+Cache::ChunkContext::~ChunkContext() {
+  t_file = file_;
+  t_index = index_;
+}
+
+std::uint64_t Cache::hash_of(std::span<const std::byte> bytes) {
+  if (!config_.verify) return 0;
+  const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t h = content_hash(bytes.data(), bytes.size());
+  stats_.add(Counter::integrity_bytes_hashed, bytes.size());
+  stats_.add(Counter::integrity_ns, ns_since(start));
+  return h;
+}
+
+bool Cache::verified(std::span<const std::byte> bytes, std::uint64_t expected, int holder,
+                     const char* hop) {
+  if (!config_.verify || expected == 0) return true;
+  const auto start = std::chrono::steady_clock::now();
+  const std::uint64_t h = content_hash(bytes.data(), bytes.size());
+  stats_.add(Counter::integrity_checked);
+  stats_.add(Counter::integrity_bytes_hashed, bytes.size());
+  stats_.add(Counter::integrity_ns, ns_since(start));
+  if (h == expected) return true;
+  stats_.add(Counter::integrity_mismatches);
+  const int node = holder >= 0 && holder < topology_.size
+                       ? topology_.node_of[static_cast<std::size_t>(holder)]
+                       : -1;
+  if (t_file != nullptr) {
+    LARDER_LOG_LIMITED(kWarn,
+                       "integrity: chunk {} of {} ({} bytes) from {} (rank {}, node {}) does not "
+                       "match its hash; discarded, read from another copy or the file system",
+                       t_index, t_file->path, bytes.size(), hop, holder, node);
+  } else {
+    LARDER_LOG_LIMITED(kWarn,
+                       "integrity: {} bytes from {} (rank {}, node {}) do not match their hash; "
+                       "discarded, read from another copy or the file system",
+                       bytes.size(), hop, holder, node);
+  }
+  return false;
+}
+
+}  // namespace larder

@@ -1,0 +1,585 @@
+#include "runtime/tier/kept_store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <unordered_map>
+
+#include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
+#include "runtime/tier/job_dir.hpp"
+
+namespace larder {
+
+namespace {
+
+constexpr char kIndexMagic[8] = {'L', 'R', 'D', 'K', 'I', 'D', 'X', '1'};
+constexpr char kTableMagic[8] = {'L', 'R', 'D', 'K', 'T', 'A', 'B', '1'};
+
+struct IndexHeader {
+  char magic[8];
+  std::uint32_t files = 0;
+  std::uint32_t reserved = 0;
+  std::uint64_t records = 0;
+  std::uint64_t body_hash = 0;  // XXH3-64 of everything after the header
+};
+
+struct TableHeader {
+  char magic[8];
+  std::uint64_t capacity = 0;
+  std::uint64_t count = 0;
+  std::uint64_t files = 0;
+  std::uint64_t mem_bytes = 0;
+  std::uint64_t disk_bytes = 0;
+  std::uint64_t names_bytes = 0;
+  std::uint64_t reserved = 0;
+};
+static_assert(sizeof(TableHeader) == 64);
+
+struct TableFile {
+  std::uint64_t bytes = 0;
+  std::uint32_t name_length = 0;
+  std::uint8_t disk = 0;
+  std::uint8_t pad[3] = {};
+};
+static_assert(sizeof(TableFile) == 16);
+
+std::vector<std::string> list_dir(const std::string& path) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return names;
+  while (dirent* e = ::readdir(dir)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+      names.emplace_back(e->d_name);
+  }
+  ::closedir(dir);
+  return names;
+}
+
+// A directory of this user, not a link, not open to others.
+bool private_dir(const std::string& path, struct stat* st) {
+  return sys::lstat(path.c_str(), st) == 0 && S_ISDIR(st->st_mode) && st->st_uid == ::geteuid() &&
+         (st->st_mode & 077) == 0;
+}
+
+// Creates `path` as a 0700 directory of this user, or checks that the existing one is.
+Status ensure_private_dir(const std::string& path) {
+  if (sys::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return from_errno(errno, "cannot create directory " + path);
+  }
+  struct stat st {};
+  if (!private_dir(path, &st)) {
+    return {Errc::kInvalidArgument, EPERM,
+            path + " is not a private directory of this user: the kept store is not used"};
+  }
+  return {};
+}
+
+// Opens a regular file of this user without following a link; invalid on anything else.
+UniqueFd open_own(const std::string& path, int flags, struct stat* st) {
+  UniqueFd fd(sys::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd.valid()) return fd;
+  if (sys::fstat(fd.get(), st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != ::geteuid()) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+std::uint64_t allocated(const struct stat& st) {
+  return static_cast<std::uint64_t>(st.st_blocks) * 512;
+}
+
+std::int64_t mtime_ns(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+// Whether a job of this user is running on the node: its lock is held.
+bool job_running(const std::string& shm_base, const std::string& job) {
+  const std::string lock = shm_base + "/" + job + ".lock";
+  UniqueFd fd(sys::open(lock.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return false;
+  return sys::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;
+}
+
+std::uint64_t tree_bytes(const std::string& path) {
+  struct stat st {};
+  if (sys::lstat(path.c_str(), &st) != 0) return 0;
+  if (!S_ISDIR(st.st_mode)) return S_ISREG(st.st_mode) ? allocated(st) : 0;
+  std::uint64_t n = 0;
+  for (const std::string& name : list_dir(path)) n += tree_bytes(path + "/" + name);
+  return n;
+}
+
+Status write_file(const std::string& path, const std::vector<std::byte>& bytes) {
+  const std::string tmp = path + ".tmp";
+  UniqueFd fd(sys::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return from_errno(errno, "cannot create " + tmp);
+  if (sys::write_full(fd.get(), bytes.data(), bytes.size()) !=
+      static_cast<ssize_t>(bytes.size())) {
+    const int e = errno;
+    sys::unlink(tmp.c_str());
+    return from_errno(e, "cannot write " + tmp);
+  }
+  fd.reset();
+  if (sys::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    sys::unlink(tmp.c_str());
+    return from_errno(e, "cannot rename " + tmp);
+  }
+  return {};
+}
+
+template <class T>
+void append(std::vector<std::byte>& out, const T& value) {
+  const auto* p = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+// One finished step as prepare() reads it.
+struct Step {
+  std::string name;
+  std::int64_t completed_ns = 0;
+  struct FileSeen {
+    std::string path;
+    bool disk = false;
+    bool usable = false;
+    std::uint64_t bytes = 0;
+    std::int64_t used_ns = 0;
+  };
+  std::vector<FileSeen> files;
+  std::vector<std::pair<std::size_t, KeptRecord>> records;  // (file in `files`, record)
+};
+
+// Reads one index file into `step`; false when it is not whole (the step is then dropped).
+bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
+  struct stat st {};
+  UniqueFd fd = open_own(path, O_RDONLY, &st);
+  if (!fd.valid() || st.st_size < static_cast<off_t>(sizeof(IndexHeader))) return false;
+  std::vector<std::byte> bytes(static_cast<std::size_t>(st.st_size));
+  if (sys::pread_full(fd.get(), bytes.data(), bytes.size(), 0) != st.st_size) return false;
+  IndexHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  if (std::memcmp(h.magic, kIndexMagic, sizeof h.magic) != 0) return false;
+  const std::byte* body = bytes.data() + sizeof h;
+  const std::size_t body_size = bytes.size() - sizeof h;
+  if (XXH3_64bits(body, body_size) != h.body_hash) return false;
+  std::size_t at = 0;
+  const std::size_t first = step.files.size();
+  for (std::uint32_t i = 0; i < h.files; ++i) {
+    if (at + 4 > body_size) return false;
+    const auto disk = static_cast<std::uint8_t>(body[at]);
+    std::uint16_t length = 0;
+    std::memcpy(&length, body + at + 2, 2);
+    at += 4;
+    if (at + length > body_size) return false;
+    std::string name(reinterpret_cast<const char*>(body + at), length);
+    at += length;
+    if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') return false;
+    Step::FileSeen f;
+    f.disk = disk != 0;
+    const std::string root = f.disk ? place.disk_root() : place.shm_root();
+    if (root.empty()) return false;
+    f.path = root + "/" + step.name + "/" + name;
+    struct stat fst {};
+    // A regular file of this user, not a link: anything else is not read.
+    f.usable = sys::lstat(f.path.c_str(), &fst) == 0 && S_ISREG(fst.st_mode) &&
+               fst.st_uid == ::geteuid();
+    if (f.usable) {
+      f.bytes = allocated(fst);
+      f.used_ns = mtime_ns(fst);
+    }
+    step.files.push_back(std::move(f));
+  }
+  if (at + h.records * sizeof(KeptRecord) != body_size) return false;
+  for (std::uint64_t i = 0; i < h.records; ++i) {
+    KeptRecord r;
+    std::memcpy(&r, body + at + i * sizeof(KeptRecord), sizeof r);
+    if (r.file >= h.files || r.word == 0) return false;
+    step.records.emplace_back(first + r.file, r);
+  }
+  return true;
+}
+
+struct KeyOf {
+  std::uint64_t word;
+  std::uint64_t check;
+  bool operator==(const KeyOf&) const = default;
+};
+struct KeyOfHash {
+  std::size_t operator()(const KeyOf& k) const noexcept {
+    return static_cast<std::size_t>(k.word ^ (k.check * 0x9E3779B97F4A7C15ull));
+  }
+};
+
+// Removes other stores of this user that nobody uses: other allocations' (when this store is an
+// allocation's) and any unused for `ttl`.
+int remove_other_stores(const KeptPlace& place, std::chrono::seconds ttl) {
+  int removed = 0;
+  const std::string own = "keep-" + place.name;
+  const bool allocation = place.name.starts_with("alloc-");
+  const auto now = static_cast<std::int64_t>(::time(nullptr));
+  for (const std::string& entry : list_dir(place.shm_base)) {
+    if (!entry.starts_with("keep-") || entry.ends_with(".lock") || entry.ends_with(".inuse") ||
+        entry == own) {
+      continue;
+    }
+    const std::string dir = place.shm_base + "/" + entry;
+    struct stat st {};
+    if (!private_dir(dir, &st)) continue;  // not ours to read or remove
+    const bool other_allocation = allocation && entry.starts_with("keep-alloc-");
+    const bool expired = now - static_cast<std::int64_t>(st.st_mtim.tv_sec) > ttl.count();
+    if (!other_allocation && !expired) continue;
+    const std::string in_use = dir + ".inuse";
+    UniqueFd fd(sys::open(in_use.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd.valid() || sys::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // in use
+    remove_tree(dir);
+    if (!place.disk_base.empty()) remove_tree(place.disk_base + "/" + entry);
+    sys::unlink((dir + ".lock").c_str());
+    sys::unlink(in_use.c_str());
+    ++removed;
+    LARDER_LOG_INFO("removed kept store {} ({})", entry,
+                    other_allocation ? "another allocation's" : "unused past LARDER_KEEP_TTL");
+  }
+  return removed;
+}
+
+}  // namespace
+
+void KeptStore::touch(const std::string& path) noexcept {
+  (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+}
+
+void KeptStore::evict(const File& file) noexcept {
+  if (sys::unlink(file.path.c_str()) != 0 && errno != ENOENT) {
+    LARDER_LOG_WARN("cannot remove kept file {}: {}", file.path, log::errno_text(errno));
+  }
+}
+
+Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::string& job,
+                                        std::uint64_t mem_budget, std::uint64_t disk_budget,
+                                        std::chrono::seconds ttl) {
+  KeptPrepared out;
+  const std::string store = place.shm_base + "/keep-" + place.name;
+  if (Status s = ensure_private_dir(store); !s.ok()) return s;
+  if (Status s = ensure_private_dir(place.shm_root()); !s.ok()) return s;
+  if (!place.disk_base.empty()) {
+    if (Status s = ensure_private_dir(place.disk_base + "/keep-" + place.name); !s.ok()) return s;
+    if (Status s = ensure_private_dir(place.disk_root()); !s.ok()) return s;
+  }
+  const std::string lock_path = store + ".lock";
+  UniqueFd lock(sys::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!lock.valid()) return from_errno(errno, "cannot open " + lock_path);
+  if (sys::flock(lock.get(), LOCK_EX) != 0) return from_errno(errno, "cannot lock " + lock_path);
+  touch(store);
+  out.stores_removed = remove_other_stores(place, ttl);
+
+  // The finished steps, newest first; unfinished ones of ended jobs go.
+  std::vector<Step> steps;
+  const std::string root = place.shm_root();
+  for (const std::string& name : list_dir(root)) {
+    const std::string dir = root + "/" + name;
+    if (name.starts_with("table-")) {
+      // A table of a job that is not running any more (it ended without removing it).
+      if (!job_running(place.shm_base, name.substr(6))) sys::unlink(dir.c_str());
+      continue;
+    }
+    struct stat st {};
+    if (!private_dir(dir, &st)) {
+      LARDER_LOG_WARN("kept store: {} is not a private directory of this user; not read", dir);
+      continue;
+    }
+    struct stat done {};
+    UniqueFd complete = open_own(dir + "/complete", O_RDONLY, &done);
+    if (!complete.valid()) {
+      if (job_running(place.shm_base, name)) continue;  // a step that is ending right now
+      const std::string disk_dir = place.disk_root().empty() ? "" : place.disk_root() + "/" + name;
+      out.unfinished_bytes += tree_bytes(dir) + (disk_dir.empty() ? 0 : tree_bytes(disk_dir));
+      remove_tree(dir);
+      if (!disk_dir.empty()) remove_tree(disk_dir);
+      LARDER_LOG_INFO("kept store: dropped step {}, whose writer did not finish", name);
+      continue;
+    }
+    Step step;
+    step.name = name;
+    step.completed_ns = mtime_ns(done);
+    bool whole = true;
+    for (const std::string& entry : list_dir(dir)) {
+      if (entry.starts_with("index-") && !entry.ends_with(".tmp")) {
+        whole = whole && read_index(dir + "/" + entry, place, step);
+      }
+    }
+    if (!whole) {
+      const std::string disk_dir = place.disk_root().empty() ? "" : place.disk_root() + "/" + name;
+      out.unfinished_bytes += tree_bytes(dir) + (disk_dir.empty() ? 0 : tree_bytes(disk_dir));
+      remove_tree(dir);
+      if (!disk_dir.empty()) remove_tree(disk_dir);
+      LARDER_LOG_WARN("kept store: step {} has an index that is not whole; dropped", name);
+      continue;
+    }
+    steps.push_back(std::move(step));
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const Step& a, const Step& b) { return a.completed_ns > b.completed_ns; });
+
+  // Every key once, from the newest step that holds it in a usable file.
+  struct Live {
+    std::size_t step;
+    std::size_t file;
+    KeptRecord record;
+  };
+  std::unordered_map<KeyOf, Live, KeyOfHash> live;
+  std::vector<std::vector<std::uint64_t>> live_count(steps.size());
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    live_count[s].assign(steps[s].files.size(), 0);
+    for (const auto& [f, r] : steps[s].records) {
+      if (!steps[s].files[f].usable) continue;
+      if (live.emplace(KeyOf{r.word, r.check}, Live{s, f, r}).second) ++live_count[s][f];
+    }
+  }
+  // Files nothing needs (a newer step holds every key of theirs) go; then the least recently
+  // used until each tier is within its budget.
+  struct Candidate {
+    std::size_t step;
+    std::size_t file;
+  };
+  std::vector<Candidate> kept;
+  auto drop_file = [&](std::size_t s, std::size_t f) {
+    Step::FileSeen& file = steps[s].files[f];
+    out.evicted_bytes += file.bytes;
+    evict(File{file.path, file.disk, file.bytes});
+    file.usable = false;
+  };
+  std::uint64_t mem = 0;
+  std::uint64_t disk = 0;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    for (std::size_t f = 0; f < steps[s].files.size(); ++f) {
+      Step::FileSeen& file = steps[s].files[f];
+      if (!file.usable) continue;
+      if (live_count[s][f] == 0) {
+        drop_file(s, f);
+        continue;
+      }
+      kept.push_back({s, f});
+      (file.disk ? disk : mem) += file.bytes;
+    }
+  }
+  std::sort(kept.begin(), kept.end(), [&](const Candidate& a, const Candidate& b) {
+    return steps[a.step].files[a.file].used_ns < steps[b.step].files[b.file].used_ns;
+  });
+  for (const Candidate& c : kept) {
+    Step::FileSeen& file = steps[c.step].files[c.file];
+    std::uint64_t& total = file.disk ? disk : mem;
+    const std::uint64_t budget = file.disk ? disk_budget : mem_budget;
+    if (total <= budget) continue;
+    total -= file.bytes;
+    drop_file(c.step, c.file);
+  }
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    bool any = false;
+    for (const auto& f : steps[s].files) any = any || f.usable;
+    if (!any) {
+      remove_tree(root + "/" + steps[s].name);
+      if (!place.disk_root().empty()) remove_tree(place.disk_root() + "/" + steps[s].name);
+    }
+  }
+
+  // The table: the usable files, then every live record in an open-addressed array.
+  std::vector<std::vector<std::uint32_t>> number(steps.size());
+  std::vector<const Step::FileSeen*> files;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    number[s].assign(steps[s].files.size(), ~0u);
+    for (std::size_t f = 0; f < steps[s].files.size(); ++f) {
+      if (!steps[s].files[f].usable) continue;
+      number[s][f] = static_cast<std::uint32_t>(files.size());
+      files.push_back(&steps[s].files[f]);
+    }
+  }
+  std::uint64_t count = 0;
+  for (const auto& [k, l] : live) count += number[l.step][l.file] != ~0u ? 1 : 0;
+  std::uint64_t capacity = 64;
+  while (capacity < 2 * count) capacity *= 2;
+  std::vector<KeptRecord> slots(capacity);
+  for (const auto& [k, l] : live) {
+    const std::uint32_t n = number[l.step][l.file];
+    if (n == ~0u) continue;
+    KeptRecord r = l.record;
+    r.file = n;
+    for (std::uint64_t i = r.word & (capacity - 1);; i = (i + 1) & (capacity - 1)) {
+      if (slots[i].word == 0) {
+        slots[i] = r;
+        break;
+      }
+    }
+  }
+  std::vector<std::byte> bytes;
+  TableHeader h;
+  std::memcpy(h.magic, kTableMagic, sizeof h.magic);
+  h.capacity = capacity;
+  h.count = count;
+  h.files = files.size();
+  h.mem_bytes = mem;
+  h.disk_bytes = disk;
+  for (const auto* f : files) h.names_bytes += f->path.size();
+  bytes.reserve(sizeof h + capacity * sizeof(KeptRecord) + files.size() * sizeof(TableFile) +
+                h.names_bytes);
+  append(bytes, h);
+  const auto* raw = reinterpret_cast<const std::byte*>(slots.data());
+  bytes.insert(bytes.end(), raw, raw + slots.size() * sizeof(KeptRecord));
+  for (const auto* f : files) {
+    TableFile tf;
+    tf.bytes = f->bytes;
+    tf.name_length = static_cast<std::uint32_t>(f->path.size());
+    tf.disk = f->disk ? 1 : 0;
+    append(bytes, tf);
+  }
+  for (const auto* f : files) {
+    const auto* p = reinterpret_cast<const std::byte*>(f->path.data());
+    bytes.insert(bytes.end(), p, p + f->path.size());
+  }
+  if (Status s = write_file(root + "/table-" + job, bytes); !s.ok()) return s;
+  out.mem_bytes = mem;
+  out.disk_bytes = disk;
+  out.chunks = count;
+  return out;
+}
+
+Result<std::unique_ptr<KeptStore>> KeptStore::open(const KeptPlace& place,
+                                                   const std::string& job) {
+  std::unique_ptr<KeptStore> k(new KeptStore());
+  const std::string in_use = place.shm_base + "/keep-" + place.name + ".inuse";
+  k->in_use_ = UniqueFd(sys::open(in_use.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!k->in_use_.valid() || sys::flock(k->in_use_.get(), LOCK_SH) != 0) {
+    return from_errno(errno, "cannot lock " + in_use);
+  }
+  const std::string path = place.shm_root() + "/table-" + job;
+  struct stat st {};
+  UniqueFd fd = open_own(path, O_RDONLY, &st);
+  if (!fd.valid()) return from_errno(errno != 0 ? errno : EPERM, "cannot open " + path);
+  const auto size = static_cast<std::size_t>(st.st_size);
+  TableHeader h;
+  if (size < sizeof h) return Status(Errc::kIoError, EINVAL, path + " is not a kept table");
+  void* map = sys::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (map == MAP_FAILED) return from_errno(errno, "cannot map " + path);
+  k->map_ = map;
+  k->map_bytes_ = size;
+  std::memcpy(&h, map, sizeof h);
+  const std::uint64_t records_end = sizeof h + h.capacity * sizeof(KeptRecord);
+  const std::uint64_t files_end = records_end + h.files * sizeof(TableFile);
+  if (std::memcmp(h.magic, kTableMagic, sizeof h.magic) != 0 || h.capacity == 0 ||
+      (h.capacity & (h.capacity - 1)) != 0 || files_end + h.names_bytes != size) {
+    return Status(Errc::kIoError, EINVAL, path + " is not a kept table");
+  }
+  const auto* base = static_cast<const std::byte*>(map);
+  k->slots_ = reinterpret_cast<const KeptRecord*>(base + sizeof h);
+  k->capacity_ = h.capacity;
+  k->count_ = h.count;
+  k->mem_bytes_ = h.mem_bytes;
+  k->disk_bytes_ = h.disk_bytes;
+  std::uint64_t name_at = files_end;
+  for (std::uint64_t i = 0; i < h.files; ++i) {
+    TableFile tf;
+    std::memcpy(&tf, base + records_end + i * sizeof(TableFile), sizeof tf);
+    if (name_at + tf.name_length > size) {
+      return Status(Errc::kIoError, EINVAL, path + " is not a kept table");
+    }
+    File f;
+    f.path.assign(reinterpret_cast<const char*>(base + name_at), tf.name_length);
+    f.disk = tf.disk != 0;
+    f.bytes = tf.bytes;
+    name_at += tf.name_length;
+    k->files_.push_back(std::move(f));
+  }
+  return k;
+}
+
+KeptStore::~KeptStore() {
+  if (map_ != nullptr) sys::munmap(map_, map_bytes_);
+}
+
+const KeptRecord* KeptStore::find(const Key& key) const noexcept {
+  if (capacity_ == 0) return nullptr;
+  for (std::uint64_t i = key.word & (capacity_ - 1), n = 0; n < capacity_;
+       i = (i + 1) & (capacity_ - 1), ++n) {
+    const KeptRecord& r = slots_[i];
+    if (r.word == 0) return nullptr;
+    if (r.word == key.word && r.check == key.check) {
+      return r.file < files_.size() ? &r : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::string& job,
+                                           int rank, std::span<const std::string> files,
+                                           std::span<const bool> disk,
+                                           std::span<const KeptRecord> records) {
+  if (records.empty()) return std::uint64_t{0};
+  const std::string shm_dir = place.shm_root() + "/" + job;
+  if (Status s = ensure_private_dir(shm_dir); !s.ok()) return s;
+  std::string disk_dir;
+  std::vector<std::byte> body;
+  std::uint64_t kept = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (disk[i] && disk_dir.empty()) {
+      if (place.disk_root().empty()) return Status(Errc::kInvalidArgument, 0, "no disk store");
+      disk_dir = place.disk_root() + "/" + job;
+      if (Status s = ensure_private_dir(disk_dir); !s.ok()) return s;
+    }
+    const std::string& from = files[i];
+    const std::string name = from.substr(from.rfind('/') + 1);
+    const std::string to = (disk[i] ? disk_dir : shm_dir) + "/" + name;
+    if (sys::rename(from.c_str(), to.c_str()) != 0) {
+      return from_errno(errno, "cannot move " + from + " into the kept store");
+    }
+    // Segments of node files are read-only (0400); a later step maps them read-write to expose
+    // them to its transport (it never writes them).
+    (void)sys::chmod(to.c_str(), 0600);
+    struct stat st {};
+    if (sys::lstat(to.c_str(), &st) == 0) kept += allocated(st);
+    body.push_back(static_cast<std::byte>(disk[i] ? 1 : 0));
+    body.push_back(std::byte{0});
+    const auto length = static_cast<std::uint16_t>(name.size());
+    append(body, length);
+    const auto* p = reinterpret_cast<const std::byte*>(name.data());
+    body.insert(body.end(), p, p + name.size());
+  }
+  const auto* raw = reinterpret_cast<const std::byte*>(records.data());
+  body.insert(body.end(), raw, raw + records.size() * sizeof(KeptRecord));
+  IndexHeader h;
+  std::memcpy(h.magic, kIndexMagic, sizeof h.magic);
+  h.files = static_cast<std::uint32_t>(files.size());
+  h.records = records.size();
+  h.body_hash = XXH3_64bits(body.data(), body.size());
+  std::vector<std::byte> bytes;
+  append(bytes, h);
+  bytes.insert(bytes.end(), body.begin(), body.end());
+  if (Status s = write_file(shm_dir + "/index-" + std::to_string(rank), bytes); !s.ok()) return s;
+  return kept;
+}
+
+Status KeptStore::complete_step(const KeptPlace& place, const std::string& job) {
+  const std::string dir = place.shm_root() + "/" + job;
+  struct stat st {};
+  if (!private_dir(dir, &st)) return {};  // nothing of this step was kept on this node
+  const std::string path = dir + "/complete";
+  UniqueFd fd(sys::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd.valid()) return from_errno(errno, "cannot create " + path);
+  touch(place.shm_base + "/keep-" + place.name);
+  return {};
+}
+
+void KeptStore::remove_table(const KeptPlace& place, const std::string& job) noexcept {
+  const std::string path = place.shm_root() + "/table-" + job;
+  sys::unlink(path.c_str());
+}
+
+}  // namespace larder

@@ -1,0 +1,136 @@
+// KeptStore: what the job steps of an allocation leave on a node for its later steps
+// (LARDER_KEEP; docs/architecture.md, "Kept stores").
+//
+//   <shm_dir>/larder-<uid>/keep-<name>.lock      flock: exclusive while a step prepares or closes
+//   <shm_dir>/larder-<uid>/keep-<name>.inuse     flock: shared by every running step of the store
+//   <shm_dir>/larder-<uid>/keep-<name>/<node>/   0700, this user's; <node>: "host" (real nodes) or
+//                                                "node-<i>" (emulated, LARDER_NODE_SIZE)
+//       <step>/arena-<rank>.mem, seg-<rank>-<id> a finished step's files (its job id names it)
+//       <step>/index-<rank>                      what each file holds (KeptRecord), hashed
+//       <step>/complete                          written last by the node leader: the step is whole
+//       table-<job>                              the lookup table of a running step (read-only)
+//   <local_dir>/larder-<uid>/keep-<name>/<node>/<step>/arena-<rank>.disk   disk-tier files
+//
+// A step's files are moved (renamed, never copied) into the store when the step ends; the next
+// step's node leader builds one lookup table of every finished step (newest first), and a chunk
+// is adopted from it only for the file version its reader's own stat answer names, and only
+// after its bytes match the content hash the index carries (Cache::adopt_kept). Nothing is read
+// from a file, directory or link that is not this user's own regular file or private directory.
+#ifndef LARDER_RUNTIME_TIER_KEPT_STORE_HPP_
+#define LARDER_RUNTIME_TIER_KEPT_STORE_HPP_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "runtime/chunk/chunk_key.hpp"
+#include "runtime/common/status.hpp"
+#include "runtime/common/unique_fd.hpp"
+
+namespace larder {
+
+// One kept chunk: its key, the file version and content hash it was read with, and where it
+// sits (`file`: an index into the step's files in an index, into the table's files in a table).
+struct KeptRecord {
+  std::uint64_t word = 0;  // 0: an empty table slot
+  std::uint64_t check = 0;
+  std::uint64_t home = 0;
+  std::uint64_t version = 0;
+  std::uint64_t hash = 0;  // content_hash() of the bytes; 0: kept without one (LARDER_VERIFY=off)
+  std::uint64_t offset = 0;
+  std::uint32_t length = 0;
+  std::uint32_t file = 0;
+  std::uint64_t reserved = 0;
+};
+static_assert(sizeof(KeptRecord) == 64);
+
+// Where a store lives on this node.
+struct KeptPlace {
+  std::string shm_base;   // <shm_dir>/larder-<uid>
+  std::string disk_base;  // <local_dir>/larder-<uid> (empty: no disk tier)
+  std::string name;       // the store's name (Config::keep)
+  std::string node;       // "host" or "node-<i>"
+  std::string shm_root() const { return shm_base + "/keep-" + name + "/" + node; }
+  std::string disk_root() const {
+    return disk_base.empty() ? std::string() : disk_base + "/keep-" + name + "/" + node;
+  }
+};
+
+// What the node leader found and did before the step started.
+struct KeptPrepared {
+  std::uint64_t mem_bytes = 0;   // kept on the node's memory tier, counted against LARDER_MEM
+  std::uint64_t disk_bytes = 0;  // kept on its disk tier, counted against LARDER_DISK
+  std::uint64_t chunks = 0;
+  std::uint64_t evicted_bytes = 0;     // trimmed to the budgets, or superseded by newer steps
+  std::uint64_t unfinished_bytes = 0;  // of steps whose writer did not finish
+  int stores_removed = 0;              // other allocations' stores, stores past LARDER_KEEP_TTL
+};
+
+class KeptStore {
+ public:
+  struct File {
+    std::string path;  // absolute
+    bool disk = false;
+    std::uint64_t bytes = 0;  // allocated bytes (what it costs its tier)
+  };
+
+  // The node leader, before the node's ranks size their arenas: removes this user's stores of
+  // other allocations (`auto` stores) and stores unused for `ttl`, drops steps whose writer did
+  // not finish, drops files every record of which a newer step holds, trims the store to the
+  // budgets (least recently used files first) and writes the lookup table for job `job`.
+  static Result<KeptPrepared> prepare(const KeptPlace& place, const std::string& job,
+                                      std::uint64_t mem_budget, std::uint64_t disk_budget,
+                                      std::chrono::seconds ttl);
+  // Every rank of the node, after its leader prepared: the table, mapped read-only. Also takes
+  // the store's in-use lock (shared), so no other allocation's first step removes it meanwhile.
+  static Result<std::unique_ptr<KeptStore>> open(const KeptPlace& place, const std::string& job);
+
+  KeptStore(const KeptStore&) = delete;
+  KeptStore& operator=(const KeptStore&) = delete;
+  ~KeptStore();
+
+  // The kept record of `key`, or null.
+  const KeptRecord* find(const Key& key) const noexcept;
+  const File& file(std::uint32_t n) const { return files_.at(n); }
+  std::size_t file_count() const noexcept { return files_.size(); }
+  std::uint64_t mem_bytes() const noexcept { return mem_bytes_; }
+  std::uint64_t disk_bytes() const noexcept { return disk_bytes_; }
+  std::uint64_t chunks() const noexcept { return count_; }
+  // Marks a kept file used now (its modification time: the least recently used go first).
+  static void touch(const std::string& path) noexcept;
+  // Removes a kept file (eviction during a step): its bytes leave the node once nobody maps it.
+  static void evict(const File& file) noexcept;
+
+  // One rank's part of keeping a step, at its end: moves `files` (this rank's arenas and
+  // segments, absolute paths; `disk[i]`: a disk-tier file) into the store's directory for step
+  // `job` and writes its index of `records` (their `file` indexes `files`). An arena's unused
+  // range is a hole (arenas are sparse): it costs nothing kept. Returns the bytes kept.
+  static Result<std::uint64_t> keep_rank(const KeptPlace& place, const std::string& job, int rank,
+                                         std::span<const std::string> files,
+                                         std::span<const bool> disk,
+                                         std::span<const KeptRecord> records);
+  // The node leader, after every rank of the node kept its part: the step is whole.
+  static Status complete_step(const KeptPlace& place, const std::string& job);
+  // Removes the table of job `job` (the node leader, at the step's end).
+  static void remove_table(const KeptPlace& place, const std::string& job) noexcept;
+
+ private:
+  KeptStore() = default;
+
+  void* map_ = nullptr;
+  std::size_t map_bytes_ = 0;
+  const KeptRecord* slots_ = nullptr;
+  std::uint64_t capacity_ = 0;
+  std::uint64_t count_ = 0;
+  std::uint64_t mem_bytes_ = 0;
+  std::uint64_t disk_bytes_ = 0;
+  std::vector<File> files_;
+  UniqueFd in_use_;
+};
+
+}  // namespace larder
+
+#endif  // LARDER_RUNTIME_TIER_KEPT_STORE_HPP_
