@@ -265,6 +265,15 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
   s->progress_view_ = mpi.progress();
   s->apply_seams(seams);
   s->build_cache();
+  if (!c.keep.empty()) {
+    // What the nodes kept is published before any rank reads (LARDER_KEEP is the same on every
+    // rank of a job step, so every rank takes this barrier or none does).
+    s->cache_->publish_kept();
+    if (Status st = mpi.barrier(); !st.ok()) {
+      (void)mpi.close();
+      return st;
+    }
+  }
   if (rank == 0) {
     LARDER_LOG_INFO("started over {} ranks on {} nodes: memory {} per node, chunk {}, transport {}",
                     s->topology_.size, s->topology_.node_count(), format_size(c.mem_budget),
@@ -448,7 +457,9 @@ Status Session::close_mpi() {
   segments_.reset();
   tiers_ = LocalTiers();
   peers_.reset();
-  complete_kept(mpi.node_leader());
+  // The leader of each node (emulated nodes too: each has a store of its own) completes it.
+  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  complete_kept(topology_.leader_of(node) == topology_.rank);
   if (mpi.node_leader()) job_dir_.remove_all();
   return result;
 }

@@ -230,10 +230,24 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   // An earlier step of the allocation kept it on this node: adopted in place, no PFS read.
   if (length > 0 && adopt_kept(key, file.version, length, into, &record)) {
     record.position = ticket;
-    record_placed(key, record);
+    record_placed(key, record, true);
     Loaded l;
     l.publish = true;
     l.answer.payload = pack(record);
+    return l;
+  }
+  // Another node kept it (it said so at the step's start): that copy is the chunk's origin, and
+  // this node copies it from there (checked on arrival), no PFS read.
+  if (length > 0 && kept_elsewhere(key, file.version, length, &record)) {
+    record.position = ticket;
+    const Payload origin = pack(record);
+    auto local = localize_chunk(key, origin, Tree{key, ticket, grouped() ? groups_ : nodes_}, into);
+    Loaded l;
+    l.publish = true;
+    l.answer.payload = origin;
+    if (local.ok() && *local != origin) l.local = *local;
+    stats_.add(Counter::kept_bytes_adopted, length);
+    stats_.add(Counter::kept_chunks_adopted);
     return l;
   }
   std::span<std::byte> dst;
@@ -271,7 +285,7 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   record.position = ticket;  // the origin's place in the chunk's fan-out tree
   record.version = file.version;
   record.hash = hash_of(dst);
-  record_placed(key, record);
+  record_placed(key, record, true);
   Loaded l;
   l.publish = true;
   l.answer.payload = pack(record);

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <span>
 #include <string>
@@ -165,6 +166,10 @@ class Cache {
   // placed in its arenas and segments into the kept store for step `job`, with its index.
   // Returns the bytes kept.
   Result<std::uint64_t> keep_step(const std::string& job);
+  // At the step's start (before any read): this rank's share of the chunks its node kept as
+  // their origin, checked and published under kept_key(), so a node without a copy gets them
+  // from here instead of the PFS. Returns how many were published.
+  std::uint64_t publish_kept();
 
  private:
   // What resolving a key gave: a payload to use and remember (kCached), a payload for this call
@@ -184,6 +189,9 @@ class Cache {
   struct Loaded {
     bool publish = false;
     Answer answer;
+    // When set: what this node uses, where the directory gets `answer.payload` (a chunk another
+    // node kept from an earlier step, copied here: cache_kept.cpp).
+    std::optional<Payload> local;
   };
   // Where a READY answer was found, for localize(): the entry's key, this rank's ticket there,
   // and how many nodes take tickets on it (the size of its fan-out tree).
@@ -367,7 +375,9 @@ class Cache {
                   const ChunkRecord* into, ChunkRecord* out);
   Result<std::pair<int, std::uint32_t>> kept_file(std::uint32_t n, bool adopt, bool* evicted_here);
   bool make_room(Tier tier, std::uint64_t length);
-  void record_placed(const Key& key, const ChunkRecord& record);
+  void record_placed(const Key& key, const ChunkRecord& record, bool origin = false);
+  bool kept_elsewhere(const Key& key, std::uint64_t version, std::uint64_t length,
+                      ChunkRecord* out);
 
   bool memo_find(const Key& key, Payload* out);
   void memo_put(const Key& key, const Payload& payload);

@@ -250,6 +250,13 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
   for (std::size_t i : which) {
     const auto origin = unpack<ChunkRecord>(items[i].answer.payload);
     if (origin.owner < 0 || on_this_node(origin.owner)) continue;
+    ChunkRecord kept;
+    if (adopt_kept(items[i].key, origin.version, origin.length, nullptr, &kept)) {
+      // An earlier step kept it on this node: no copy over the network.
+      kept.position = fanout::kNoTicket;
+      items[i].answer.payload = pack(kept);
+      continue;
+    }
     if (origin.tier == Tier::kFile && !learn_segment(origin.owner, origin.segment).ok()) continue;
     auto place = tiers_.allocate(origin.length);
     if (!place.ok()) break;  // no room: the rest is read from its origin when needed

@@ -147,7 +147,7 @@ bool Cache::make_room(Tier tier, std::uint64_t length) {
   return freed > 0;
 }
 
-void Cache::record_placed(const Key& key, const ChunkRecord& record) {
+void Cache::record_placed(const Key& key, const ChunkRecord& record, bool origin) {
   if (kept_place_ == nullptr || record.owner != topology_.rank) return;
   if (record.tier == Tier::kFile && segments_ != nullptr && segments_->kept(record.segment)) return;
   KeptRecord r;
@@ -159,7 +159,8 @@ void Cache::record_placed(const Key& key, const ChunkRecord& record) {
   r.offset = record.offset;
   r.length = static_cast<std::uint32_t>(record.length);
   r.file = static_cast<std::uint32_t>(record.tier);
-  r.reserved = record.segment;
+  r.segment = record.segment;
+  r.flags = origin ? KeptRecord::kOrigin : 0;
   std::lock_guard lock(kept_mu_);
   placed_.push_back(r);
 }
@@ -179,22 +180,22 @@ Result<std::uint64_t> Cache::keep_step(const std::string& job) {
   kept.reserve(records.size());
   for (KeptRecord r : records) {
     const auto tier = static_cast<Tier>(r.file);
-    const std::uint64_t id = (static_cast<std::uint64_t>(r.file) << 32) | r.reserved;
+    const std::uint64_t id = (static_cast<std::uint64_t>(r.file) << 32) | r.segment;
     auto it = number.find(id);
     if (it == number.end()) {
       const Arena* holder = tier == Tier::kFile
                                 ? (segments_ != nullptr
-                                       ? segments_->find(static_cast<std::uint32_t>(r.reserved))
+                                       ? segments_->find(r.segment)
                                        : nullptr)
                                 : tiers_.get(tier);
       if (holder == nullptr) continue;  // a segment dropped since
       it = number.emplace(id, static_cast<std::uint32_t>(files.size())).first;
       files.push_back(holder->path());
       disk.push_back(tier == Tier::kDisk ||
-                     (tier == Tier::kFile && (r.reserved & Segments::kDiskSegment) != 0));
+                     (tier == Tier::kFile && (r.segment & Segments::kDiskSegment) != 0));
     }
     r.file = it->second;
-    r.reserved = 0;
+    r.segment = 0;
     kept.push_back(r);
   }
   std::unique_ptr<bool[]> flags(new bool[disk.size()]);
@@ -203,6 +204,81 @@ Result<std::uint64_t> Cache::keep_step(const std::string& job) {
                                 std::span<const bool>(flags.get(), disk.size()), kept);
   if (n.ok()) stats_.add(Counter::kept_bytes_kept, *n);
   return n;
+}
+
+bool Cache::kept_elsewhere(const Key& key, std::uint64_t version, std::uint64_t length,
+                           ChunkRecord* out) {
+  if (kept_ == nullptr || closing() || version == 0) return false;
+  count_directory_ops();
+  auto claim = directory_.acquire(kept_key(key, version), kLookOnly);
+  if (!claim.ok() || claim->outcome != Claim::Outcome::kReady) return false;
+  const auto record = unpack<ChunkRecord>(claim->payload);
+  if (record.owner < 0 || record.owner >= topology_.size || record.length != length ||
+      record.version != version) {
+    return false;
+  }
+  *out = record;
+  return true;
+}
+
+std::uint64_t Cache::publish_kept() {
+  if (kept_ == nullptr || closing()) return 0;
+  // The node's ranks share the work: slot i goes to the node's rank i mod (ranks on the node).
+  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  std::uint64_t ranks = 0;
+  std::uint64_t mine = 0;
+  for (int r = 0; r < topology_.size; ++r) {
+    if (topology_.node_of[static_cast<std::size_t>(r)] != node) continue;
+    if (r == topology_.rank) mine = ranks;
+    ++ranks;
+  }
+  const std::span<const KeptRecord> slots = kept_->slots();
+  std::uint64_t published = 0;
+  constexpr std::size_t kBatch = 4096;
+  std::vector<Lookup> lookups;
+  std::vector<ChunkRecord> records;
+  auto flush = [&] {
+    if (lookups.empty()) return;
+    std::vector<Result<Claim>> claims(lookups.size(), Status());
+    count_directory_ops(lookups.size());
+    directory_.acquire_many(lookups, claims);
+    std::vector<Directory::Final> finals;
+    for (std::size_t i = 0; i < lookups.size(); ++i) {
+      if (!claims[i].ok() || claims[i]->outcome != Claim::Outcome::kClaimed) continue;
+      finals.push_back(Directory::Final{lookups[i].key, pack(records[i]), true, false});
+    }
+    std::vector<Status> out(finals.size());
+    count_directory_ops(finals.size());
+    directory_.finish_many(finals, out);
+    for (const Status& st : out) published += st.ok() ? 1 : 0;
+    lookups.clear();
+    records.clear();
+  };
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    const KeptRecord& r = slots[i];
+    if (r.word == 0 || (r.flags & KeptRecord::kOrigin) == 0 || r.version == 0) continue;
+    if (i % ranks != mine) continue;
+    auto where = kept_file(r.file, true, nullptr);
+    if (!where.ok()) continue;
+    ChunkRecord record;
+    record.owner = where->first;
+    record.tier = Tier::kFile;
+    record.segment = where->second;
+    record.offset = r.offset;
+    record.length = r.length;
+    record.version = r.version;
+    record.hash = r.hash;
+    // Checked before any node is served from it (the nodes that copy it check it again).
+    const std::span<const std::byte> bytes = node_bytes(record);
+    if (bytes.size() != r.length || !verified(bytes, r.hash, record.owner, "a kept store")) continue;
+    const Key key{r.word, r.check, r.home};
+    lookups.push_back(Lookup{kept_key(key, r.version), kClaimIt});
+    records.push_back(record);
+    if (lookups.size() == kBatch) flush();
+  }
+  flush();
+  LARDER_LOG_INFO("published {} kept chunks of this node", published);
+  return published;
 }
 
 }  // namespace larder

@@ -55,9 +55,14 @@ Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& lo
       } else if (Status s = directory_.publish(key, loaded.answer.payload); !s.ok()) {
         LARDER_LOG_LIMITED(kWarn, "cannot publish an entry: {}", s.to_string());
       }
+      if (loaded.local) {  // the directory has the keeper's copy; this node uses its own
+        loaded.answer.payload = *loaded.local;
+        loaded.answer.copied = true;
+      } else {
+        loaded.answer.fresh = true;
+      }
       memo_put(key, loaded.answer.payload);
       loaded.answer.kind = Answer::Kind::kCached;
-      loaded.answer.fresh = true;
       return loaded.answer;
     }
     case Claim::Outcome::kFailed:

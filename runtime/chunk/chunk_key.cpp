@@ -48,6 +48,10 @@ Key path_key(KeyKind kind, std::string_view path) noexcept {
   return k;
 }
 
+Key kept_key(const Key& chunk, std::uint64_t version) noexcept {
+  return words_key(KeyKind::kKept, chunk.word, chunk.check, version);
+}
+
 Key holder_key(const Key& chunk, std::uint64_t position) noexcept {
   return words_key(KeyKind::kHolder, chunk.word, chunk.check, position);
 }

@@ -37,6 +37,7 @@ enum class KeyKind : std::uint8_t {
   kSegment = 7,   // how other ranks reach a rank's segment (runtime/tier/segments.hpp)
   kGroup = 8,     // a node group's answer for a key (LARDER_GROUP): its representative's
   kKeptFile = 9,  // a kept store's file on a node (node tables only): who adopted it, or evicted
+  kKept = 10,     // a chunk a node kept from an earlier step, for one file version: where it is
 };
 
 // The identity of a file's contents: the hash of its canonical path.
@@ -59,6 +60,9 @@ Key holder_key(const Key& chunk, std::uint64_t position) noexcept;
 // Key of the record of rank `owner`'s segment `segment` (its transport descriptor), homed at the
 // owner itself.
 Key segment_key(int owner, std::uint32_t segment) noexcept;
+// Key of the entry that says where a kept copy of chunk `chunk` of file version `version` sits
+// (published at a step's start by the node that kept it: Cache::publish_kept).
+Key kept_key(const Key& chunk, std::uint64_t version) noexcept;
 // Key of node group `group`'s entry for `key`, homed at `home_rank` (a rank of the group).
 Key group_key(const Key& key, std::uint64_t group, int home_rank) noexcept;
 

@@ -342,7 +342,13 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     live_count[s].assign(steps[s].files.size(), 0);
     for (const auto& [f, r] : steps[s].records) {
       if (!steps[s].files[f].usable) continue;
-      if (live.emplace(KeyOf{r.word, r.check}, Live{s, f, r}).second) ++live_count[s][f];
+      auto [it, fresh] = live.emplace(KeyOf{r.word, r.check}, Live{s, f, r});
+      if (fresh) {
+        ++live_count[s][f];
+      } else if (it->second.record.version == r.version) {
+        // This node was the chunk's origin in an older step: it still publishes it at a start.
+        it->second.record.flags |= r.flags & KeptRecord::kOrigin;
+      }
     }
   }
   // Files nothing needs (a newer step holds every key of theirs) go; then the least recently

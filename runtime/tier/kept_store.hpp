@@ -43,7 +43,9 @@ struct KeptRecord {
   std::uint64_t offset = 0;
   std::uint32_t length = 0;
   std::uint32_t file = 0;
-  std::uint64_t reserved = 0;
+  std::uint32_t flags = 0;    // kOrigin
+  std::uint32_t segment = 0;  // while a rank collects its records: the segment they sit in
+  static constexpr std::uint32_t kOrigin = 1;  // the step's origin of the chunk (it claimed it)
 };
 static_assert(sizeof(KeptRecord) == 64);
 
@@ -94,6 +96,8 @@ class KeptStore {
 
   // The kept record of `key`, or null.
   const KeptRecord* find(const Key& key) const noexcept;
+  // Every slot of the table (empty ones have word 0).
+  std::span<const KeptRecord> slots() const noexcept { return {slots_, capacity_}; }
   const File& file(std::uint32_t n) const { return files_.at(n); }
   std::size_t file_count() const noexcept { return files_.size(); }
   std::uint64_t mem_bytes() const noexcept { return mem_bytes_; }

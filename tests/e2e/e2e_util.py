@@ -35,6 +35,9 @@ class Job:
             # UCX_MEM_*: the tests run with UCX's memory hooks as UCX sets them by default
             if key.startswith(("LARDER_", "UCX_MEM_")) or key in ("LD_PRELOAD",):
                 del env[key]
+            # A test run inside an allocation must not keep stores for it (LARDER_KEEP=auto).
+            if key in ("SLURM_JOB_ID", "PBS_JOBID", "FLUX_JOB_ID", "LSB_JOBID", "COBALT_JOBID"):
+                del env[key]
         env["LPL_TEST_TAG"] = self.tag  # lets the test find its own processes
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         if preload:
@@ -105,11 +108,15 @@ class Job:
             fail(f"job {argv} exited with {proc.returncode}")
         return proc
 
-    def leftover_files(self):
-        """Larder files still in the job's shm and local directories."""
+    def leftover_files(self, kept_ok=False):
+        """Larder files still in the job's shm and local directories (with `kept_ok`, kept
+        stores, which outlive their jobs on purpose, are not counted)."""
         left = []
         for base in (self.shm, self.local):
             for dirpath, dirnames, filenames in os.walk(base):
+                if kept_ok:
+                    dirnames[:] = [d for d in dirnames if not d.startswith("keep-")]
+                    filenames = [f for f in filenames if not f.startswith("keep-")]
                 left += [os.path.join(dirpath, f) for f in filenames]
                 # the per-user base directory (larder-<uid>) may stay, empty; job dirs may not
                 if os.path.dirname(dirpath) != base and dirpath != base and \
@@ -137,6 +144,14 @@ class Job:
         if procs:
             fail(f"processes of the job are still running: {procs}")
         left = self.leftover_files()
+        if left:
+            fail(f"larder files left behind: {left}")
+
+    def check_clean_except_kept(self):
+        procs = self.leftover_processes()
+        if procs:
+            fail(f"processes of the job are still running: {procs}")
+        left = self.leftover_files(kept_ok=True)
         if left:
             fail(f"larder files left behind: {left}")
 

@@ -1,0 +1,241 @@
+"""e2e_kept: the cache lives for the allocation (LARDER_KEEP) and every kept chunk is checked.
+
+Job steps of one allocation, 4 ranks on 2 emulated nodes (LARDER_NODE_SIZE=2), each rank reading
+every file of a tree of awkward sizes (and mapping one of them) under the preload, every byte
+compared with the file's own:
+
+  1. a cold step keeps what it read; the next step reads no byte from the PFS and adopts it;
+  2. a file rewritten in place (same size, new mtime) is read new, a removed one is ENOENT;
+  3. a step on 8 ranks over 4 nodes (2 new to the allocation) reads no byte from the PFS;
+  4. LARDER_KEEP=off is cold and keeps nothing; SLURM_JOB_ID names the allocation: a new id is
+     cold and its first step removes the other allocation's store;
+  5. a step killed (SIGKILL of a rank) leaves nothing the next step trusts; the next is warm;
+  6. a kept byte changed on node 0 between steps: the right bytes, integrity.mismatches counted;
+  7. another user's directory and a symlink planted in the store are never read or followed;
+  8. a smaller LARDER_MEM trims the kept store before the step starts (kept.bytes_evicted).
+"""
+import argparse
+import hashlib
+import os
+import signal
+
+from e2e_util import PYTHON, Job, check, common_args, fail, read_stats
+
+RANKS = 4
+CHUNK = 64 * 1024
+
+READER = r"""
+import errno, hashlib, mmap, os, sys
+data, out = sys.argv[1:3]
+kill = len(sys.argv) > 3 and sys.argv[3] == 'kill'
+rank = int(os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', '0')))
+lines = []
+for name in sorted(os.listdir(data)):
+    path = os.path.join(data, name)
+    try:
+        with open(path, 'rb') as f:
+            lines.append(name + ' ' + hashlib.sha1(f.read()).hexdigest())
+    except OSError as e:
+        lines.append(name + ' ' + errno.errorcode[e.errno])
+for name in ('gone.bin', 'mapped.bin'):
+    path = os.path.join(data, name)
+    try:
+        with open(path, 'rb') as f:
+            if name == 'mapped.bin':
+                with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+                    lines.append('map ' + hashlib.sha1(m[:]).hexdigest())
+            else:
+                lines.append(name + ' ' + hashlib.sha1(f.read()).hexdigest())
+    except OSError as e:
+        lines.append(name + ' ' + errno.errorcode[e.errno])
+with open(out + '.' + str(rank), 'w') as f:
+    f.write('\n'.join(lines) + '\n')
+if kill and rank == 1:
+    os.kill(os.getpid(), 9)
+"""
+
+
+def make_tree(data):
+    sizes = [1, 4095, 4096, 65535, 65536, 65537, 3 * CHUNK + 17, 200 * 1024, 12345, 777777]
+    for i, size in enumerate(sizes):
+        with open(os.path.join(data, f"f{i:02d}.bin"), "wb") as f:
+            f.write(bytes((i * 31 + k * 7) % 251 for k in range(size)))
+    with open(os.path.join(data, "gone.bin"), "wb") as f:
+        f.write(os.urandom(100000))
+    with open(os.path.join(data, "mapped.bin"), "wb") as f:
+        f.write(os.urandom(5 * CHUNK + 99))
+
+
+def expected(data):
+    lines = []
+    names = sorted(os.listdir(data))
+    for name in names:
+        with open(os.path.join(data, name), "rb") as f:
+            lines.append(name + " " + hashlib.sha1(f.read()).hexdigest())
+    for name in ("gone.bin", "mapped.bin"):
+        path = os.path.join(data, name)
+        if not os.path.exists(path):
+            lines.append(name + " ENOENT")
+            continue
+        with open(path, "rb") as f:
+            digest = hashlib.sha1(f.read()).hexdigest()
+        lines.append(("map " if name == "mapped.bin" else name + " ") + digest)
+    return "\n".join(lines) + "\n"
+
+
+def tree_bytes(data):
+    return sum(os.path.getsize(os.path.join(data, n)) for n in os.listdir(data))
+
+
+class Steps:
+    def __init__(self, args, job, reader):
+        self.args, self.job, self.reader = args, job, reader
+        self.count = 0
+
+    def run(self, what, extra, ranks=RANKS, kill=False):
+        self.count += 1
+        stats = os.path.join(self.job.root, f"stats-{self.count}.json")
+        out = os.path.join(self.job.root, f"out-{self.count}")
+        env = self.job.python_env(self.job.env(stats=stats, extra=dict(
+            {"LARDER_NODE_SIZE": "2", "LARDER_MEM": "64M", "LARDER_DISK": "0", "LARDER_LOG": os.environ.get("KEPT_LOG", "warn")}, **extra)))
+        argv = [PYTHON, self.reader, self.job.data, out] + (["kill"] if kill else [])
+        proc = self.job.mpiexec(ranks, argv, env, timeout=120, check=not kill)
+        if kill:
+            check(proc.returncode != 0, f"{what}: the killed step failed ({proc.returncode})")
+            return None
+        want = expected(self.job.data)
+        for r in range(ranks):
+            with open(f"{out}.{r}") as f:
+                got = f.read()
+            if got != want:
+                fail(f"{what}: rank {r} read other bytes:\n{got}\nexpected:\n{want}")
+        s = read_stats(stats)
+        kept = s.get("kept", {})
+        integrity = s.get("integrity", {})
+        print(f"{what}: pfs {s['pfs']['bytes_read']} B in {s['pfs']['read_ops']} reads, adopted "
+              f"{kept.get('bytes_adopted')} B ({kept.get('chunks_adopted')} chunks, "
+              f"{kept.get('files_adopted')} files), kept {kept.get('bytes_kept')} B, evicted "
+              f"{kept.get('bytes_evicted')}, changed {kept.get('bytes_dropped_changed')}, "
+              f"unfinished {kept.get('bytes_dropped_unfinished')}, integrity {integrity}, "
+              f"fallbacks {s['fallbacks']}", flush=True)
+        check(True, f"{what}: every rank read the right bytes")
+        return s
+
+
+def stores(job):
+    base = os.path.join(job.shm, f"larder-{os.geteuid()}")
+    return sorted(n for n in os.listdir(base) if n.startswith("keep-") and "." not in n)
+
+
+def main():
+    args = common_args(argparse.ArgumentParser()).parse_args()
+    job = Job(args, "kept")
+    try:
+        reader = os.path.join(job.root, "reader.py")
+        with open(reader, "w") as f:
+            f.write(READER)
+        make_tree(job.data)
+        total = tree_bytes(job.data)
+        steps = Steps(args, job, reader)
+        named = {"LARDER_KEEP": "steps"}
+
+        s = steps.run("step 1 (cold)", named)
+        check(s["pfs"]["bytes_read"] == total, f"step 1 read the tree from the PFS once ({total} B)")
+        check(s["kept"]["bytes_kept"] > 0, "step 1 kept what it read")
+        s = steps.run("step 2 (warm)", named)
+        check(s["pfs"]["bytes_read"] == 0, "step 2 read no byte from the PFS")
+        check(s["kept"]["bytes_adopted"] > 0, "step 2 adopted kept chunks")
+
+        # A file rewritten in place (same size, new bytes, new mtime) and a removed one.
+        changed = os.path.join(job.data, "f07.bin")
+        size = os.path.getsize(changed)
+        with open(changed, "r+b") as f:
+            f.write(os.urandom(size))
+        st = os.stat(changed)
+        os.utime(changed, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        os.unlink(os.path.join(job.data, "gone.bin"))
+        s = steps.run("step 3 (one file rewritten, one removed)", named)
+        check(s["pfs"]["bytes_read"] == size,
+              f"step 3 read only the rewritten file from the PFS ({size} B)")
+        check(s["kept"]["bytes_dropped_changed"] >= size, "the rewritten file's kept bytes dropped")
+
+        s = steps.run("step 4 (8 ranks over 4 nodes, 2 new)", named, ranks=8)
+        check(s["pfs"]["bytes_read"] == 0, "step 4 read no byte from the PFS")
+
+        s = steps.run("LARDER_KEEP=off", {"LARDER_KEEP": "off"})
+        check(s["pfs"]["bytes_read"] == tree_bytes(job.data), "LARDER_KEEP=off is cold")
+        check(s["kept"]["bytes_adopted"] == 0 and s["kept"]["bytes_kept"] == 0,
+              "LARDER_KEEP=off adopts and keeps nothing")
+
+        alloc_a = {"SLURM_JOB_ID": "4242"}
+        s = steps.run("allocation 4242, step 1", alloc_a)
+        check(s["pfs"]["bytes_read"] == tree_bytes(job.data), "a new allocation is cold")
+        s = steps.run("allocation 4242, step 2", alloc_a)
+        check(s["pfs"]["bytes_read"] == 0, "its next step is warm")
+        check("keep-alloc-4242" in stores(job), "the allocation's store is keep-alloc-4242")
+        s = steps.run("allocation 4343, step 1", {"SLURM_JOB_ID": "4343"})
+        check(s["pfs"]["bytes_read"] == tree_bytes(job.data), "another allocation is cold")
+        check("keep-alloc-4242" not in stores(job),
+              f"its first step removed the other allocation's store ({stores(job)})")
+
+        steps.run("a step killed (SIGKILL of rank 1)", named, kill=True)
+        s = steps.run("the step after the killed one", named)
+        check(s["pfs"]["bytes_read"] == 0, "the step after a killed step is warm")
+
+        # One byte of every page of every kept file of node 0 changed between steps.
+        node0 = os.path.join(job.shm, f"larder-{os.geteuid()}", "keep-name-steps", "node-0")
+        flipped = 0
+        for step in os.listdir(node0):
+            d = os.path.join(node0, step)
+            if not os.path.isdir(d):
+                continue
+            for name in os.listdir(d):
+                path = os.path.join(d, name)
+                if name.startswith(("arena-", "seg-")) and os.path.getsize(path) > 0:
+                    # One byte in every page: every chunk kept in the file is hit.
+                    # (pages that hold data only: arenas are sparse files)
+                    fd = os.open(path, os.O_RDWR)
+                    try:
+                        for at in range(100, os.path.getsize(path), 4096):
+                            try:
+                                if os.lseek(fd, at, os.SEEK_DATA) != at:
+                                    continue
+                            except OSError:  # ENXIO: no data past `at`
+                                break
+                            b = os.pread(fd, 1, at)
+                            os.pwrite(fd, bytes([b[0] ^ 0x5A]), at)
+                    finally:
+                        os.close(fd)
+                    flipped += 1
+        check(flipped > 0, f"changed a byte in {flipped} kept files of node 0")
+        s = steps.run("after a kept byte changed on node 0", named)
+        check(s["integrity"]["mismatches"] >= 1,
+              f"the changed bytes were caught ({s['integrity']['mismatches']} mismatches)")
+
+        # Planted: another user's step directory, and a symlink in place of a step.
+        planted = os.path.join(node0, "0123456789abcdef")
+        os.makedirs(planted, mode=0o700)
+        with open(os.path.join(planted, "complete"), "w"):
+            pass
+        os.chown(planted, 65534, 65534)
+        os.symlink("/etc", os.path.join(node0, "fedcba9876543210"))
+        steps.run("with a foreign directory and a symlink planted", named)
+        check(os.path.exists(os.path.join(planted, "complete")) and
+              os.path.islink(os.path.join(node0, "fedcba9876543210")),
+              "neither was read, followed or removed")
+        os.unlink(os.path.join(node0, "fedcba9876543210"))
+        os.unlink(os.path.join(planted, "complete"))
+        os.rmdir(planted)
+
+        s = steps.run("LARDER_MEM smaller than the kept store", dict(named, LARDER_MEM="1M"))
+        check(s["kept"]["bytes_evicted"] > 0, "the kept store was trimmed to the budget")
+
+        # The test's stores go with its scratch directories; nothing of any job is left.
+        job.check_clean_except_kept()
+        check(True, "no processes or job files left")
+    finally:
+        job.close()
+
+
+if __name__ == "__main__":
+    main()

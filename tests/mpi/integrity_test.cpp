@@ -1,0 +1,162 @@
+// Every chunk checked (LARDER_VERIFY): bytes that enter a node through the transport are checked
+// against the content hash the chunk's record carries, and a copy that does not match never
+// reaches the application. The faults are a transport seam that changes bytes in flight from
+// one rank (a bad holder, for every chunk or for one), on 4 emulated nodes of one rank each.
+#include <algorithm>
+#include <larder/larder.hpp>
+
+#include "tests/mpi/mpi_fixture.hpp"
+#include "tests/mpi/scoped_seams.hpp"
+#include "tests/support/data_files.hpp"
+
+namespace larder::testing {
+namespace {
+
+
+// Forwards to the real transport, then flips a byte of what arrived from rank `bad` (only for
+// gets that start inside [from, to) of the holder's memory when `to` is set).
+class CorruptingTransport : public Transport {
+ public:
+  CorruptingTransport(Transport& real, int bad, std::uint64_t from, std::uint64_t to)
+      : real_(real), bad_(bad), from_(from), to_(to) {}
+  const char* name() const noexcept override { return real_.name(); }
+  Status get(const GetOp& op) override {
+    Status s = real_.get(op);
+    if (s.ok()) spoil(op);
+    return s;
+  }
+  void get_many(std::span<const GetOp> ops, std::span<Status> out) override {
+    real_.get_many(ops, out);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (out[i].ok()) spoil(ops[i]);
+    }
+  }
+  Result<std::vector<std::byte>> expose(std::uint32_t segment, std::span<std::byte> memory) override {
+    return real_.expose(segment, memory);
+  }
+  bool knows(int owner, std::uint32_t segment) override { return real_.knows(owner, segment); }
+  Status learn(int owner, std::uint32_t segment, std::span<const std::byte> d) override {
+    return real_.learn(owner, segment, d);
+  }
+  void begin_close() noexcept override { real_.begin_close(); }
+
+ private:
+  void spoil(const GetOp& op) const {
+    if (op.owner != bad_ || op.into.empty()) return;
+    if (to_ != 0 && (op.offset < from_ || op.offset >= to_)) return;
+    op.into[op.into.size() / 2] ^= std::byte{0x5A};
+  }
+  Transport& real_;
+  const int bad_;
+  const std::uint64_t from_;
+  const std::uint64_t to_;
+};
+
+Seams corrupting(int bad, std::uint64_t from = 0, std::uint64_t to = 0) {
+  Seams seams;
+  seams.transport = [bad, from, to](Transport& real) {
+    return std::make_unique<CorruptingTransport>(real, bad, from, to);
+  };
+  return seams;
+}
+
+std::vector<std::byte> read_in_pieces(const std::string& path, std::size_t piece) {
+  File f(path);
+  std::vector<std::byte> out(f.size());
+  for (std::size_t off = 0; off < out.size(); off += piece) {
+    const std::size_t n = std::min(piece, out.size() - off);
+    EXPECT_EQ(f.read_at(std::span(out).subspan(off, n), off), n);
+  }
+  return out;
+}
+
+std::uint64_t u64(const nlohmann::json& j) {
+  return j.get<std::uint64_t>();
+}
+
+// Rank 0 reads the file first (the origin of every chunk), then the others one after another:
+// with LARDER_FANOUT=1 each later node copies from the one before it (a chain of holders).
+class IntegrityTest : public MpiFixture {
+ protected:
+  std::vector<std::byte> read_in_turn(const std::string& path) {
+    std::vector<std::byte> got;
+    for (int turn = 0; turn < size(); ++turn) {
+      if (turn == rank()) got = read_in_pieces(path, 100'000);
+      barrier();
+    }
+    return got;
+  }
+};
+
+TEST_F(IntegrityTest, AFanOutTreeWithACorruptingHolderInItsMiddleServesRightBytes) {
+  constexpr std::uint64_t kChunks = 8;
+  set_env("LARDER_NODE_SIZE", "1");
+  set_env("LARDER_FANOUT", "1");
+  make_file("tree", kChunks * chunk_size, 71);
+  const ScopedSeams faults(corrupting(1));  // every copy taken from rank 1 is spoiled in flight
+  init();
+  const auto direct = read_whole(data("tree"));
+  const auto got = read_in_turn(data("tree"));
+  EXPECT_EQ(got, direct) << "rank " << rank();
+  const auto stats = finalize();
+  // Rank 1 copied good bytes from rank 0; rank 2 found rank 1's copies bad and took rank 0's;
+  // rank 3 copied from rank 2 (or the origin). The PFS served each chunk once.
+  if (size() >= 3) {
+    EXPECT_GE(u64(stats["integrity"]["mismatches"]), kChunks);
+    EXPECT_EQ(stats["integrity"]["mismatches"], stats["integrity"]["refetched"]);
+  }
+  EXPECT_EQ(stats["pfs"]["read_ops"], kChunks);
+  EXPECT_EQ(stats["fallbacks"], 0);
+}
+
+TEST_F(IntegrityTest, AHolderBadForOneChunkIsGoodForTheOthers) {
+  constexpr std::uint64_t kChunks = 6;
+  set_env("LARDER_NODE_SIZE", "1");
+  make_file("one", kChunks * chunk_size, 72);
+  // Only gets that start in rank 0's second chunk-sized range of memory are spoiled: rank 0 loads
+  // the file's chunks into its arena in order, so that is chunk 1.
+  const ScopedSeams faults(corrupting(0, chunk_size, 2 * chunk_size));
+  init();
+  const auto direct = read_whole(data("one"));
+  const auto got = read_in_turn(data("one"));
+  EXPECT_EQ(got, direct) << "rank " << rank();
+  const auto stats = finalize();
+  const auto others = static_cast<std::uint64_t>(size() - 1);
+  // Each other node found chunk 1 of the origin bad (and read it from the PFS); the rest came
+  // from the origin's memory, checked and good.
+  EXPECT_GE(u64(stats["integrity"]["mismatches"]), others);
+  EXPECT_LE(u64(stats["pfs"]["read_ops"]), kChunks + 4 * others);
+  EXPECT_GE(u64(stats["integrity"]["checked"]), others * kChunks);
+}
+
+TEST_F(IntegrityTest, ARemoteReadIntoTheCallersBufferIsChecked) {
+  // Ranks other than 0 have no memory tier: they read rank 0's chunks over the network straight
+  // into their buffers, in pieces smaller than a chunk (each checked with its whole chunk).
+  constexpr std::uint64_t kChunks = 4;
+  set_env("LARDER_NODE_SIZE", "1");
+  if (rank() != 0) set_env("LARDER_MEM", "0");
+  make_file("remote", kChunks * chunk_size, 73);
+  const ScopedSeams faults(corrupting(0));
+  init();
+  const auto direct = read_whole(data("remote"));
+  const auto got = read_in_turn(data("remote"));
+  EXPECT_EQ(got, direct) << "rank " << rank();
+  const auto stats = finalize();
+  EXPECT_GE(u64(stats["integrity"]["mismatches"]), static_cast<std::uint64_t>(size() - 1));
+}
+
+TEST_F(IntegrityTest, WithVerifyOffNothingIsHashed) {
+  set_env("LARDER_NODE_SIZE", "1");
+  set_env("LARDER_VERIFY", "off");
+  make_file("plain", 3 * chunk_size, 74);
+  init();
+  const auto direct = read_whole(data("plain"));
+  const auto got = read_in_turn(data("plain"));
+  EXPECT_EQ(got, direct);
+  const auto stats = finalize();
+  EXPECT_EQ(stats["integrity"]["bytes_hashed"], 0);
+  EXPECT_EQ(stats["integrity"]["checked"], 0);
+}
+
+}  // namespace
+}  // namespace larder::testing
