@@ -5,12 +5,13 @@
 # samples/s, MiB/s, PFS bytes per epoch) and writes a PNG plot of per-epoch throughput and AU.
 #
 #   sudo apps/larder-bench/report.sh [--build DIR] [--rate 200mbit] [--ranks 2] [--out DIR]
-#                                    [--modes "posix larder preload"]
+#                                    [--modes "posix larder preload"]   (also: steps)
 #
 # Needs root (namespaces, tc, the mount) and a built tree (bin/larder-bench; lib/ for the
 # preload mode, which is skipped with a message when lib/liblarder_preload.so is absent).
 # Modes: posix (the baseline, plain reads of the remote file system), larder (Larder's C API),
-# preload (the same POSIX reader under LD_PRELOAD=liblarder_preload.so). Results stay in
+# preload (the same POSIX reader under LD_PRELOAD=liblarder_preload.so), steps (preload, run twice
+# as two job steps of one allocation, LARDER_KEEP: the second step is reported). Results stay in
 # --out (default /tmp/lbp-report): one larder-bench --output directory per mode, report.dat and
 # report.png. Takes about two minutes on a 2-core machine.
 set -euo pipefail
@@ -53,7 +54,9 @@ out=$(cd "$out" && pwd)
 export_dir=$out/export mnt=$out/mnt
 mkdir -p "$export_dir" "$mnt"
 pfs_id=""
+steps_shm=""
 cleanup() {
+  [[ -n $steps_shm ]] && rm -rf --one-file-system "$steps_shm"
   [[ -n $pfs_id ]] && "$pfs" down "$pfs_id" >/dev/null 2>&1 || true
   rm -rf --one-file-system "$export_dir"
   rmdir "$mnt" 2>/dev/null || true
@@ -85,13 +88,30 @@ for mode in $modes; do
         continue
       fi
       env=(-genv LD_PRELOAD "$lib" -genv LARDER_PREFIX "$mnt") ;;
-    *) die "unknown mode $mode: accepted posix, larder, preload" ;;
+    steps)
+      lib=$build/lib/liblarder_preload.so
+      [[ -f $lib ]] || { say "steps: skipped ($lib is not built)"; continue; }
+      steps_shm=$(mktemp -d /dev/shm/lbp-steps-XXXXXX)
+      env=(-genv LD_PRELOAD "$lib" -genv LARDER_PREFIX "$mnt" -genv LARDER_KEEP report
+           -genv LARDER_SHM_DIR "$steps_shm")
+      say "training with the preload, job step 1 of 2 (LARDER_KEEP)"
+      rm -rf "$out/steps-1"
+      run_bench "${env[@]}" "$bench" train "$workload" --set dataset.data_folder="$mnt" \
+        --io preload --output "$out/steps-1" >"$out/steps-1.log" 2>&1 ||
+        { tail -20 "$out/steps-1.log" >&2; die "step 1 failed (log: $out/steps-1.log)"; }
+      args=("$bench" train "$workload" --set dataset.data_folder="$mnt" --io preload
+            --output "$out/$mode") ;;
+    *) die "unknown mode $mode: accepted posix, larder, preload, steps" ;;
   esac
   say "training with --io $mode"
   rm -rf "$out/$mode"
   run_bench "${env[@]}" "${args[@]}" >"$out/$mode.log" 2>&1 ||
     { tail -20 "$out/$mode.log" >&2; die "the $mode run failed (log: $out/$mode.log)"; }
   grep -E '\[METRIC\] Training Accelerator|train_au_meet' "$out/$mode.log" | sed 's/^/   /'
+  if [[ $mode == steps ]]; then
+    rm -rf --one-file-system "$steps_shm"
+    steps_shm=""
+  fi
   ran+=("$mode")
 done
 [[ ${#ran[@]} -gt 0 ]] || die "no mode ran"

@@ -1,6 +1,7 @@
 // larder-readbench: read bandwidth and latency of Larder's cache hits, measured side by side.
 //
 //   mpiexec.mpich -n 2 larder-readbench tiers        self/node/remote hits vs memcpy, 4K..64M
+//   mpiexec.mpich -n 2 larder-readbench verify       XXH3 vs memcpy; remote reads, verify off/on
 //   mpiexec.mpich -n 2 larder-readbench transports   remote hits over ucx and mpi, 4K..64M
 //   mpiexec.mpich -n 2 larder-readbench idle         CPU a rank uses while it sleeps, without
 //                                                    and with Larder running (its threads' cost)
@@ -111,6 +112,43 @@ nlohmann::json run_tiers(const Args& a, int rank) {
   return out;
 }
 
+// What checking costs: XXH3-64 against memcpy on this core, and remote reads (every read crosses
+// the transport: the reader's node keeps no copy) with LARDER_VERIFY on and off, side by side.
+nlohmann::json run_verify(const Args& a, int rank) {
+  nlohmann::json out = nlohmann::json::array();
+  if (rank == 0) {
+    fmt::print("{:>6} | {:>8} | {:>8} {:>6} | {:>10} {:>10} {:>7}\n", "size", "memcpy", "xxh3",
+               "ratio", "remote off", "remote on", "on/off");
+    fmt::print("{:>6} | {:>8} | {:>15} | {:>10} {:>10} {:>7}\n", "", "GB/s", "GB/s  x memcpy",
+               "GB/s", "GB/s", "");
+  }
+  for (std::uint64_t size : a.sizes) {
+    Plan p = plan_for(a, size, "ucx");
+    Sample mem;
+    Sample hash;
+    if (rank == 0) {
+      mem = larder::bench::measure_memcpy(p);
+      hash = larder::bench::measure_hash(p);
+    }
+    p.verify = false;
+    const Sample off = larder::bench::measure_hits(p, Locality::kRemote);
+    p.verify = true;
+    const Sample on = larder::bench::measure_hits(p, Locality::kRemote);
+    if (rank == 0) {
+      fmt::print("{:>6} | {:>8.2f} | {:>8.2f} {:>6.2f} | {:>10.3f} {:>10.3f} {:>7.3f}\n",
+                 size_label(size), mem.gbps(), hash.gbps(), hash.gbps() / mem.gbps(), off.gbps(),
+                 on.gbps(), on.gbps() / off.gbps());
+      std::fflush(stdout);
+      out.push_back({{"size", size},
+                     {"memcpy", to_json(mem)},
+                     {"xxh3", to_json(hash)},
+                     {"remote_verify_off", to_json(off)},
+                     {"remote_verify_on", to_json(on)}});
+    }
+  }
+  return out;
+}
+
 nlohmann::json run_transports(const Args& a, int rank) {
   nlohmann::json out = nlohmann::json::array();
   if (rank == 0) {
@@ -199,9 +237,9 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   Args a;
   std::string sizes = "4K,16K,64K,256K,1M,4M,16M,64M", bytes = "1G", footprint = "256M";
-  po::options_description desc("larder-readbench MODE (tiers | transports | idle) [options]");
+  po::options_description desc("larder-readbench MODE (tiers | transports | verify | idle) [options]");
   desc.add_options()("help,h", "show this help")("mode", po::value(&a.mode),
-                                                 "tiers, transports or idle")(
+                                                 "tiers, transports, verify or idle")(
       "seconds", po::value(&a.seconds)->default_value(a.seconds), "idle: how long to sleep")(
       "dir", po::value(&a.dir)->default_value("/tmp/larder-readbench"),
       "directory for the test files")("sizes", po::value(&sizes)->default_value(sizes),
@@ -221,8 +259,8 @@ int main(int argc, char** argv) {
       MPI_Finalize();
       return vm.count("help") ? 0 : 2;
     }
-    if (a.mode != "tiers" && a.mode != "transports" && a.mode != "idle")
-      throw std::invalid_argument("MODE must be tiers, transports or idle");
+    if (a.mode != "tiers" && a.mode != "transports" && a.mode != "verify" && a.mode != "idle")
+      throw std::invalid_argument("MODE must be tiers, transports, verify or idle");
     if (size < 2) throw std::invalid_argument("run with at least 2 ranks (mpiexec -n 2)");
     for (std::size_t s = 0; s < sizes.size();) {
       const std::size_t e = sizes.find(',', s);
@@ -241,6 +279,7 @@ int main(int argc, char** argv) {
   try {
     results = a.mode == "tiers"        ? run_tiers(a, rank)
               : a.mode == "transports" ? run_transports(a, rank)
+              : a.mode == "verify"     ? run_verify(a, rank)
                                        : run_idle(a, rank);
   } catch (const std::exception& e) {
     fmt::print(stderr, "larder-readbench: rank {}: {}\n", rank, e.what());

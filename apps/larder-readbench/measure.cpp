@@ -5,6 +5,7 @@
 #include <mpi.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <fmt/format.h>
 #include <chrono>
@@ -89,6 +90,7 @@ Sample measure_hits(const Plan& p, Locality locality) {
     ::unsetenv("LARDER_MEM");
   }
   ::setenv("LARDER_TRANSPORT", p.transport.c_str(), 1);
+  ::setenv("LARDER_VERIFY", p.verify ? "on" : "off", 1);
   ::setenv("LARDER_DIR_SLOTS", "262144", 1);
   check(larder_init(MPI_COMM_WORLD) == LARDER_OK, "larder_init");
   std::vector<char> buf(p.chunk);
@@ -143,6 +145,25 @@ Sample measure_memcpy(const Plan& p) {
   }
   s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   s.bytes = s.ops * p.chunk;
+  return s;
+}
+
+Sample measure_hash(const Plan& p) {
+  std::vector<char> src(p.chunk * p.chunks, 1);
+  const std::uint64_t passes = std::max<std::uint64_t>(1, p.target / (p.chunk * p.chunks));
+  std::uint64_t sink = 0;
+  for (std::uint64_t c = 0; c < p.chunks; ++c) sink ^= XXH3_64bits(src.data() + c * p.chunk, p.chunk);
+  Sample s;
+  const auto t0 = Clock::now();
+  for (std::uint64_t i = 0; i < passes; ++i) {
+    for (std::uint64_t c = 0; c < p.chunks; ++c) {
+      sink ^= XXH3_64bits(src.data() + c * p.chunk, p.chunk);
+      ++s.ops;
+    }
+  }
+  s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  s.bytes = s.ops * p.chunk;
+  asm volatile("" : : "r"(sink) : "memory");
   return s;
 }
 

@@ -25,6 +25,7 @@ struct Plan {
   std::uint64_t chunks = 0;  // chunks in the file
   std::uint64_t target = 0;  // bytes to read per measurement (at least one pass)
   std::string transport;     // ucx or mpi (for remote hits)
+  bool verify = true;        // LARDER_VERIFY: content hashes checked where bytes enter a node
 };
 
 // Collective (2+ ranks): rank 0 loads every chunk of a file, then the reader (rank 0 for self,
@@ -32,6 +33,8 @@ struct Plan {
 Sample measure_hits(const Plan& plan, Locality locality);
 // memcpy of the same sizes from the same number of distinct source chunks (rank 0 only).
 Sample measure_memcpy(const Plan& plan);
+// XXH3-64 (the cache's content hash) of the same sizes from the same chunks (rank 0 only).
+Sample measure_hash(const Plan& plan);
 
 }  // namespace larder::bench
 

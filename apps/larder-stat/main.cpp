@@ -162,6 +162,23 @@ void print_files(const json& s) {
         num(counter(s, "produce.waits")),
         time_text(static_cast<double>(counter(s, "produce.wait_ns").value_or(0))));
   }
+  if (nonzero("kept.bytes_adopted") || nonzero("kept.bytes_kept") || nonzero("kept.bytes_evicted") ||
+      nonzero("kept.bytes_dropped_changed") || nonzero("kept.bytes_dropped_unfinished")) {
+    std::cout << fmt::format(
+        "earlier steps     {} adopted ({} chunks, {} kept files); {} kept for later steps;\n"
+        "                  {} evicted, {} dropped (file changed), {} dropped (writer unfinished)\n",
+        bytes(counter(s, "kept.bytes_adopted")), num(counter(s, "kept.chunks_adopted")),
+        num(counter(s, "kept.files_adopted")), bytes(counter(s, "kept.bytes_kept")),
+        bytes(counter(s, "kept.bytes_evicted")), bytes(counter(s, "kept.bytes_dropped_changed")),
+        bytes(counter(s, "kept.bytes_dropped_unfinished")));
+  }
+  if (nonzero("integrity.bytes_hashed")) {
+    std::cout << fmt::format(
+        "integrity         {} checks, {} hashed in {}; {} mismatches, {} read again\n",
+        num(counter(s, "integrity.checked")), bytes(counter(s, "integrity.bytes_hashed")),
+        time_text(static_cast<double>(counter(s, "integrity.ns").value_or(0))),
+        num(counter(s, "integrity.mismatches")), num(counter(s, "integrity.refetched")));
+  }
 }
 
 void print_one(const json& s) {

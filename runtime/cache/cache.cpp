@@ -55,6 +55,10 @@ Cache::Cache(CacheParts parts)
   }
 }
 
+Cache::~Cache() {
+  if (kept_ != nullptr) tiers_.set_make_room({});  // the tiers outlive the cache
+}
+
 Key Cache::group_entry(const Key& key) const noexcept {
   const int home = group_ranks_[key.check % group_ranks_.size()];
   return group_key(key, group_, home);

@@ -89,6 +89,9 @@ struct CacheParts {
 class Cache {
  public:
   explicit Cache(CacheParts parts);
+  Cache(const Cache&) = delete;
+  Cache& operator=(const Cache&) = delete;
+  ~Cache();
 
   // The stat() answer for `path` (absolute, lexically clean), from the PFS at most once per job.
   // A non-OK Result means the cache could not answer (the caller asks the PFS itself); an

@@ -530,7 +530,10 @@ Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::st
                                            std::span<const KeptRecord> records) {
   if (records.empty()) return std::uint64_t{0};
   const std::string shm_dir = place.shm_root() + "/" + job;
-  if (Status s = ensure_private_dir(shm_dir); !s.ok()) return s;
+  for (const std::string& dir :
+       {place.shm_base + "/keep-" + place.name, place.shm_root(), shm_dir}) {
+    if (Status s = ensure_private_dir(dir); !s.ok()) return s;
+  }
   std::string disk_dir;
   std::vector<std::byte> body;
   std::uint64_t kept = 0;
@@ -538,7 +541,10 @@ Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::st
     if (disk[i] && disk_dir.empty()) {
       if (place.disk_root().empty()) return Status(Errc::kInvalidArgument, 0, "no disk store");
       disk_dir = place.disk_root() + "/" + job;
-      if (Status s = ensure_private_dir(disk_dir); !s.ok()) return s;
+      for (const std::string& dir :
+           {place.disk_base + "/keep-" + place.name, place.disk_root(), disk_dir}) {
+        if (Status s = ensure_private_dir(dir); !s.ok()) return s;
+      }
     }
     const std::string& from = files[i];
     const std::string name = from.substr(from.rfind('/') + 1);

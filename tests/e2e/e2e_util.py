@@ -50,6 +50,9 @@ class Job:
             env["LARDER_MEM"] = "256M"
             env["LARDER_CHUNK"] = "64K"
             env["LARDER_TIMEOUT"] = str(30 * self.args.timeout_scale)
+            # Jobs keep nothing for later steps unless the test asks (a launcher such as srun
+            # sets SLURM_JOB_ID in the ranks, which LARDER_KEEP=auto would keep for).
+            env["LARDER_KEEP"] = "off"
             if stats:
                 env["LARDER_STATS"] = stats
         if self.args.mpi == "openmpi":

@@ -4,7 +4,8 @@ the preload and the loader's audit module, as the README launches it; and withou
 
 Checks: the tensor result equals the plain run's; the PFS bytes Larder read are at most 1.05 x the
 bytes of the tree's files the import used (once per job, not once per rank or node); every
-shared object loaded after Larder started came from a node file, one per object per node."""
+shared object loaded after Larder started came from a node file, one per object per node. Then
+the allocation's next job step (LARDER_KEEP): the same, with no byte read from the PFS."""
 import argparse
 import os
 import subprocess
@@ -50,7 +51,7 @@ def main():
         stats = os.path.join(job.root, "stats.json")
         env = job.env(stats=stats, extra=dict(paths, LD_AUDIT=args.audit,
                                               LARDER_NODE_SIZE=str(NODE_SIZE), LARDER_MEM="4G",
-                                              LARDER_CHUNK="4M"))
+                                              LARDER_CHUNK="4M", LARDER_KEEP="torch"))
         got = run("larder", env)
         print(f"larder: slowest rank {max(g['seconds'] for g in got):.2f} s")
         check(all(g["r"] == plain[0]["r"] for g in got), "every rank computes the plain result")
@@ -73,7 +74,24 @@ def main():
         check(dup <= 0.01 * s["node"]["file_bytes"],
               f"the node files hold the objects' chunks themselves ({dup} of "
               f"{s['node']['file_bytes']} bytes were copied from an arena)")
-        job.finish()
+        # The next job step of the allocation (LARDER_KEEP): every object from a node file made
+        # from what the first step kept, nothing read from the PFS.
+        stats2 = os.path.join(job.root, "stats2.json")
+        env2 = dict(env, LARDER_STATS=stats2)
+        got = run("larder-step2", env2)
+        print(f"larder, next step: slowest rank {max(g['seconds'] for g in got):.2f} s")
+        check(all(g["r"] == plain[0]["r"] for g in got), "step 2: every rank computes the result")
+        s2 = read_stats(stats2)
+        print("step 2 loader:", s2["loader"], "pfs:", s2["pfs"], "kept:", s2["kept"],
+              "integrity:", s2["integrity"])
+        check(s2["loader"]["objects"] == served and s2["loader"]["original"] == 0,
+              f"step 2: every object from a node file ({s2['loader']['objects']})")
+        check(s2["pfs"]["bytes_read"] == 0,
+              f"step 2 read no byte from the PFS ({s2['pfs']['bytes_read']} B); "
+              f"{s2['kept']['bytes_adopted'] / 1e6:.1f} MB from the first step's store")
+        check(s2["integrity"]["mismatches"] == 0, "every kept chunk matched its hash")
+        job.check_clean_except_kept()
+        check(True, "no processes or job files left")
     finally:
         job.close()
 

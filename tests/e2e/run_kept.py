@@ -167,13 +167,13 @@ def main():
         check(s["kept"]["bytes_adopted"] == 0 and s["kept"]["bytes_kept"] == 0,
               "LARDER_KEEP=off adopts and keeps nothing")
 
-        alloc_a = {"SLURM_JOB_ID": "4242"}
+        alloc_a = {"SLURM_JOB_ID": "4242", "LARDER_KEEP": "auto"}
         s = steps.run("allocation 4242, step 1", alloc_a)
         check(s["pfs"]["bytes_read"] == tree_bytes(job.data), "a new allocation is cold")
         s = steps.run("allocation 4242, step 2", alloc_a)
         check(s["pfs"]["bytes_read"] == 0, "its next step is warm")
         check("keep-alloc-4242" in stores(job), "the allocation's store is keep-alloc-4242")
-        s = steps.run("allocation 4343, step 1", {"SLURM_JOB_ID": "4343"})
+        s = steps.run("allocation 4343, step 1", {"SLURM_JOB_ID": "4343", "LARDER_KEEP": "auto"})
         check(s["pfs"]["bytes_read"] == tree_bytes(job.data), "another allocation is cold")
         check("keep-alloc-4242" not in stores(job),
               f"its first step removed the other allocation's store ({stores(job)})")

@@ -54,6 +54,22 @@ with tempfile.TemporaryDirectory() as d:
     check("a node peer's arena              1152 (75.0%)" in out, "node share")
     check("loaded from the PFS                32 (2.1%)" in out, "miss share")
     check("mean 733.4 us, p50 < 262.1 us, p99 < 16.8 ms, max 27.4 ms" in out, "latency line")
+    check("earlier steps" not in out and "integrity" not in out,
+          "no kept-store or integrity lines for a job without them")
+    kept = dict(JOB, kept={"bytes_adopted": 67108864, "chunks_adopted": 16, "files_adopted": 2,
+                           "bytes_kept": 1048576, "bytes_evicted": 0, "bytes_dropped_changed": 4096,
+                           "bytes_dropped_unfinished": 0},
+                integrity={"checked": 20, "bytes_hashed": 83886080, "ns": 5000000,
+                           "mismatches": 1, "refetched": 1})
+    kept_path = os.path.join(d, "kept.json")
+    with open(kept_path, "w") as f:
+        json.dump(kept, f)
+    kout = run(kept_path).stdout
+    check("earlier steps     64.0 MiB adopted (16 chunks, 2 kept files); 1.0 MiB kept for later "
+          "steps;" in kout, f"kept line: {kout}")
+    check("4.0 KiB dropped (file changed)" in kout, "kept line: dropped bytes")
+    check("integrity         20 checks, 80.0 MiB hashed in 5.0 ms; 1 mismatches, 1 read again"
+          in kout, "integrity line")
     bars = [line for line in out.splitlines() if " .. " in line]
     check(len(bars) == 13, f"histogram rows from the first to the last non-empty bucket: {len(bars)}")
     check(any(line.endswith("#" * 40) for line in bars), "the peak bucket has the full bar")

@@ -102,6 +102,29 @@ TEST(ConfigTest, DisableIsExplicitNotJustSet) {
   EXPECT_TRUE(on->enabled);
 }
 
+TEST(ConfigTest, KeepNamesTheAllocationOrTheUsersStore) {
+  auto none = parse({});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->keep, "") << "auto keeps nothing outside an allocation";
+  auto slurm = parse({{"SLURM_JOB_ID", "4242"}, {"PBS_JOBID", "7.server"}});
+  ASSERT_TRUE(slurm.ok());
+  EXPECT_EQ(slurm->keep, "alloc-4242") << "the first scheduler variable that is set";
+  auto pbs = parse({{"PBS_JOBID", "17/x y.server"}});
+  ASSERT_TRUE(pbs.ok());
+  EXPECT_EQ(pbs->keep, "alloc-17_x_y.server") << "characters a file name should not hold become _";
+  auto off = parse({{"SLURM_JOB_ID", "4242"}, {"LARDER_KEEP", "off"}});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->keep, "");
+  auto named = parse({{"LARDER_KEEP", "imagenet-v2"}});
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->keep, "name-imagenet-v2");
+  auto ttl = parse({{"LARDER_KEEP_TTL", "600"}, {"LARDER_VERIFY", "off"}});
+  ASSERT_TRUE(ttl.ok());
+  EXPECT_EQ(ttl->keep_ttl.count(), 600);
+  EXPECT_FALSE(ttl->verify);
+  EXPECT_TRUE(none->verify) << "every chunk is checked by default";
+}
+
 struct BadCase {
   const char* var;
   const char* value;
@@ -128,6 +151,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_MEM", "-5", "K, M, G or T"},
                       BadCase{"LARDER_MEM", "99999999999T", "K, M, G or T"},
                       BadCase{"LARDER_DISK", "lots", "K, M, G or T"},
+                      BadCase{"LARDER_KEEP", "../etc", "auto (keep for the allocation), off"},
+                      BadCase{"LARDER_KEEP", "alloc-7", "not starting with '.' or alloc-"},
+                      BadCase{"LARDER_KEEP_TTL", "0", "seconds, 1 to 31536000"},
+                      BadCase{"LARDER_VERIFY", "maybe", "on or off"},
                       BadCase{"LARDER_CHUNK", "1000", "multiple of 4K"},
                       BadCase{"LARDER_CHUNK", "2G", "between 4K and 1G"},
                       BadCase{"LARDER_CHUNK", "0", "multiple of 4K"},

@@ -1,0 +1,230 @@
+#include "runtime/tier/kept_store.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "tests/support/temp_dir.hpp"
+
+namespace larder {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0;
+}
+
+// A store on a scratch "node": the per-user base directories JobDir would make.
+struct Node {
+  testing::TempDir shm{"kept-shm"};
+  testing::TempDir disk{"kept-disk"};
+  KeptPlace place;
+
+  explicit Node(const std::string& name = "name-test") {
+    place.shm_base = shm.path() + "/larder-" + std::to_string(::geteuid());
+    place.disk_base = disk.path() + "/larder-" + std::to_string(::geteuid());
+    ::mkdir(place.shm_base.c_str(), 0700);
+    ::mkdir(place.disk_base.c_str(), 0700);
+    place.name = name;
+    place.node = "host";
+  }
+
+  // A file of `size` bytes (pattern `seed`) where a job would have one, to be kept.
+  std::string arena(const std::string& job, const std::string& name, std::size_t size, int seed) {
+    const std::string dir = place.shm_base + "/" + job;
+    ::mkdir(dir.c_str(), 0700);
+    const std::string path = dir + "/" + name;
+    std::ofstream out(path, std::ios::binary);
+    for (std::size_t i = 0; i < size; ++i) out.put(static_cast<char>((i * 7 + seed) % 251));
+    out.close();
+    ::chmod(path.c_str(), 0600);
+    return path;
+  }
+
+  // Keeps one step of one rank: `keys` chunks of `length` bytes at consecutive offsets of one
+  // arena file, then marks the step complete.
+  void keep_step(const std::string& job, std::uint64_t first_key, int keys, std::uint32_t length,
+                 std::uint32_t flags = 0, bool complete = true) {
+    const std::string file = arena(job, "arena-0.mem", std::size_t{length} * keys, job[0]);
+    std::vector<KeptRecord> records;
+    for (int i = 0; i < keys; ++i) {
+      KeptRecord r;
+      r.word = first_key + static_cast<std::uint64_t>(i);
+      r.check = 7;
+      r.version = 99;
+      r.hash = 1234;
+      r.offset = std::uint64_t{length} * static_cast<std::uint64_t>(i);
+      r.length = length;
+      r.file = 0;
+      r.flags = flags;
+      records.push_back(r);
+    }
+    const std::string files[] = {file};
+    const bool disk[] = {false};
+    auto kept = KeptStore::keep_rank(place, job, 0, files, disk, records);
+    ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+    if (complete) {
+      ASSERT_TRUE(KeptStore::complete_step(place, job).ok());
+    }
+  }
+
+  Result<KeptPrepared> prepare(const std::string& job, std::uint64_t mem = 1ull << 30) {
+    return KeptStore::prepare(place, job, mem, 1ull << 30, 3600s);
+  }
+};
+
+Key key_of(std::uint64_t word) {
+  return Key{word, 7, 0};
+}
+
+TEST(KeptStoreTest, WhatAStepKeptIsFoundByTheNextStep) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 3, 4096);
+  auto prepared = node.prepare("2222222222222222");
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
+  EXPECT_EQ(prepared->chunks, 3u);
+  EXPECT_GE(prepared->mem_bytes, 3u * 4096);
+  auto kept = KeptStore::open(node.place, "2222222222222222");
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  const KeptRecord* r = (*kept)->find(key_of(101));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->offset, 4096u);
+  EXPECT_EQ(r->version, 99u);
+  EXPECT_EQ(r->hash, 1234u);
+  EXPECT_TRUE(exists((*kept)->file(r->file).path));
+  EXPECT_EQ((*kept)->find(key_of(103)), nullptr);
+  EXPECT_EQ((*kept)->find(Key{101, 8, 0}), nullptr) << "the check word must match too";
+  KeptStore::remove_table(node.place, "2222222222222222");
+}
+
+TEST(KeptStoreTest, AStepWhoseWriterDidNotFinishIsDropped) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 2, 4096, 0, /*complete=*/false);
+  auto prepared = node.prepare("2222222222222222");
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->chunks, 0u);
+  EXPECT_GT(prepared->unfinished_bytes, 0u);
+  EXPECT_FALSE(exists(node.place.shm_root() + "/1111111111111111"));
+}
+
+TEST(KeptStoreTest, AStepWithATamperedIndexIsDropped) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 2, 4096);
+  const std::string index = node.place.shm_root() + "/1111111111111111/index-0";
+  {
+    std::fstream f(index, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  auto prepared = node.prepare("2222222222222222");
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->chunks, 0u);
+  EXPECT_GT(prepared->unfinished_bytes, 0u);
+}
+
+TEST(KeptStoreTest, TheNewestStepWinsAndAnOlderOriginFlagStays) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 2, 4096, KeptRecord::kOrigin);
+  std::this_thread::sleep_for(20ms);  // the steps' completion times order them (ns mtimes)
+  node.keep_step("3333333333333333", 101, 2, 8192, 0);  // key 101 again, not as its origin
+  auto prepared = node.prepare("2222222222222222");
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->chunks, 3u);
+  auto kept = KeptStore::open(node.place, "2222222222222222");
+  ASSERT_TRUE(kept.ok());
+  const KeptRecord* r = (*kept)->find(key_of(101));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->length, 8192u) << "the newer step's copy";
+  EXPECT_NE(r->flags & KeptRecord::kOrigin, 0u) << "this node was its origin in the older step";
+  KeptStore::remove_table(node.place, "2222222222222222");
+}
+
+TEST(KeptStoreTest, ASmallerBudgetTrimsTheLeastRecentlyUsedFirst) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 4, 65536);
+  node.keep_step("3333333333333333", 200, 4, 65536);
+  // The first step's file was used more recently than the second's.
+  std::this_thread::sleep_for(20ms);
+  KeptStore::touch(node.place.shm_root() + "/1111111111111111/arena-0.mem");
+  auto prepared = node.prepare("2222222222222222", /*mem=*/300 * 1024);
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_GT(prepared->evicted_bytes, 0u);
+  EXPECT_LE(prepared->mem_bytes, 300u * 1024);
+  auto kept = KeptStore::open(node.place, "2222222222222222");
+  ASSERT_TRUE(kept.ok());
+  EXPECT_NE((*kept)->find(key_of(100)), nullptr) << "the recently used file stays";
+  EXPECT_EQ((*kept)->find(key_of(200)), nullptr) << "the least recently used file went";
+  KeptStore::remove_table(node.place, "2222222222222222");
+}
+
+TEST(KeptStoreTest, AnAllocationsFirstStepRemovesOtherAllocationsStores) {
+  Node node("alloc-1");
+  node.keep_step("1111111111111111", 100, 1, 4096);
+  KeptPlace next = node.place;
+  next.name = "alloc-2";
+  KeptPlace named = node.place;
+  named.name = "name-mine";
+  ASSERT_TRUE(KeptStore::prepare(named, "4444444444444444", 1 << 20, 0, 3600s).ok());
+  KeptStore::remove_table(named, "4444444444444444");
+  auto prepared = KeptStore::prepare(next, "2222222222222222", 1 << 20, 0, 3600s);
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->stores_removed, 1);
+  EXPECT_FALSE(exists(node.place.shm_base + "/keep-alloc-1"));
+  EXPECT_TRUE(exists(node.place.shm_base + "/keep-name-mine")) << "a named store stays";
+  KeptStore::remove_table(next, "2222222222222222");
+}
+
+TEST(KeptStoreTest, AStoreInUseIsNotRemoved) {
+  Node node("alloc-1");
+  node.keep_step("1111111111111111", 100, 1, 4096);
+  ASSERT_TRUE(node.prepare("5555555555555555").ok());
+  auto in_use = KeptStore::open(node.place, "5555555555555555");  // a running step holds it
+  ASSERT_TRUE(in_use.ok());
+  KeptPlace next = node.place;
+  next.name = "alloc-2";
+  auto prepared = KeptStore::prepare(next, "2222222222222222", 1 << 20, 0, 3600s);
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->stores_removed, 0);
+  EXPECT_TRUE(exists(node.place.shm_base + "/keep-alloc-1"));
+}
+
+TEST(KeptStoreTest, ASymlinkOrAnotherUsersDirectoryIsNeverRead) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 1, 4096);
+  const std::string root = node.place.shm_root();
+  // A symlink where a step would be, pointing at a complete step elsewhere.
+  ASSERT_EQ(::symlink((root + "/1111111111111111").c_str(), (root + "/6666666666666666").c_str()),
+            0);
+  // A step directory open to others.
+  const std::string open_dir = root + "/7777777777777777";
+  ASSERT_EQ(::mkdir(open_dir.c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(open_dir.c_str(), 0755), 0);
+  std::ofstream(open_dir + "/complete").close();
+  auto prepared = node.prepare("2222222222222222");
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->chunks, 1u) << "only the real step's chunk";
+  EXPECT_TRUE(exists(root + "/6666666666666666")) << "the link is neither followed nor removed";
+  EXPECT_TRUE(exists(open_dir + "/complete"));
+  KeptStore::remove_table(node.place, "2222222222222222");
+}
+
+TEST(KeptStoreTest, AStoreDirectoryOfAnotherUserStopsKeeping) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to plant another user's directory";
+  Node node;
+  const std::string store = node.place.shm_base + "/keep-" + node.place.name;
+  ASSERT_EQ(::mkdir(store.c_str(), 0700), 0);
+  ASSERT_EQ(::chown(store.c_str(), 65534, 65534), 0);
+  auto prepared = node.prepare("2222222222222222");
+  EXPECT_FALSE(prepared.ok()) << "a planted store is not used";
+}
+
+}  // namespace
+}  // namespace larder
