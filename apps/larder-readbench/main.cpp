@@ -237,7 +237,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   Args a;
   std::string sizes = "4K,16K,64K,256K,1M,4M,16M,64M", bytes = "1G", footprint = "256M";
-  po::options_description desc("larder-readbench MODE (tiers | transports | verify | idle) [options]");
+  po::options_description desc(
+      "larder-readbench MODE (tiers | transports | verify | idle) [options]");
   desc.add_options()("help,h", "show this help")("mode", po::value(&a.mode),
                                                  "tiers, transports, verify or idle")(
       "seconds", po::value(&a.seconds)->default_value(a.seconds), "idle: how long to sleep")(

@@ -152,7 +152,8 @@ Sample measure_hash(const Plan& p) {
   std::vector<char> src(p.chunk * p.chunks, 1);
   const std::uint64_t passes = std::max<std::uint64_t>(1, p.target / (p.chunk * p.chunks));
   std::uint64_t sink = 0;
-  for (std::uint64_t c = 0; c < p.chunks; ++c) sink ^= XXH3_64bits(src.data() + c * p.chunk, p.chunk);
+  for (std::uint64_t c = 0; c < p.chunks; ++c)
+    sink ^= XXH3_64bits(src.data() + c * p.chunk, p.chunk);
   Sample s;
   const auto t0 = Clock::now();
   for (std::uint64_t i = 0; i < passes; ++i) {

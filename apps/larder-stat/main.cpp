@@ -162,8 +162,9 @@ void print_files(const json& s) {
         num(counter(s, "produce.waits")),
         time_text(static_cast<double>(counter(s, "produce.wait_ns").value_or(0))));
   }
-  if (nonzero("kept.bytes_adopted") || nonzero("kept.bytes_kept") || nonzero("kept.bytes_evicted") ||
-      nonzero("kept.bytes_dropped_changed") || nonzero("kept.bytes_dropped_unfinished")) {
+  if (nonzero("kept.bytes_adopted") || nonzero("kept.bytes_kept") ||
+      nonzero("kept.bytes_evicted") || nonzero("kept.bytes_dropped_changed") ||
+      nonzero("kept.bytes_dropped_unfinished")) {
     std::cout << fmt::format(
         "earlier steps     {} adopted ({} chunks, {} kept files); {} kept for later steps;\n"
         "                  {} evicted, {} dropped (file changed), {} dropped (writer unfinished)\n",

@@ -108,8 +108,8 @@ void Session::open_kept(int ranks_on_node) {
   kept_ = std::move(*kept);
   // The kept bytes count against the node's budgets: each rank leaves its share of them.
   const auto share = static_cast<std::uint64_t>(ranks_on_node > 0 ? ranks_on_node : 1);
-  for (auto [tier, bytes] : {std::pair{Tier::kMem, kept_->mem_bytes()},
-                             std::pair{Tier::kDisk, kept_->disk_bytes()}}) {
+  for (auto [tier, bytes] :
+       {std::pair{Tier::kMem, kept_->mem_bytes()}, std::pair{Tier::kDisk, kept_->disk_bytes()}}) {
     Arena* arena = tiers_.get(tier);
     if (arena == nullptr) continue;
     const std::uint64_t mine = (bytes + share - 1) / share;

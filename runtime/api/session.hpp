@@ -96,10 +96,10 @@ class Session final : public FileService {
   // that cannot ends up without one (it then resolves every key for itself).
   void build_node_table();
   KeptPlace kept_place_of(const std::string& name) const;
-  void prepare_kept();               // the node leader, before its ranks open the store
+  void prepare_kept();                // the node leader, before its ranks open the store
   void open_kept(int ranks_on_node);  // every rank
-  void keep_step();                  // every rank, at the step's end
-  void complete_kept(bool leader);   // after every rank kept its part
+  void keep_step();                   // every rank, at the step's end
+  void complete_kept(bool leader);    // after every rank kept its part
   void build_cache();
   // Puts the tests' fakes (if any) in front of the file system, directory and transport.
   void apply_seams(const Seams& seams);
@@ -127,10 +127,10 @@ class Session final : public FileService {
   // Tests' fakes in front of the directory and the transport (seams.hpp); null otherwise.
   std::unique_ptr<Directory> directory_seam_;
   std::unique_ptr<Transport> transport_seam_;
-  std::function<std::int64_t()> clock_;      // Seams::clock (empty: the real clock)
-  std::string node_files_dir_;               // Cache::node_file's directory (empty: none)
-  std::string disk_files_dir_;  // kept disk-tier files linked as segments (empty: none)
-  std::string loader_root_;                  // <node_files_dir_>/tree (empty: none)
+  std::function<std::int64_t()> clock_;  // Seams::clock (empty: the real clock)
+  std::string node_files_dir_;           // Cache::node_file's directory (empty: none)
+  std::string disk_files_dir_;           // kept disk-tier files linked as segments (empty: none)
+  std::string loader_root_;              // <node_files_dir_>/tree (empty: none)
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;
   FileTable files_;

@@ -37,7 +37,8 @@ Cache::Cache(CacheParts parts)
       kept_(parts.kept),
       kept_place_(parts.kept_place) {
   if (kept_ != nullptr) {
-    tiers_.set_make_room([this](Tier tier, std::uint64_t length) { return make_room(tier, length); });
+    tiers_.set_make_room(
+        [this](Tier tier, std::uint64_t length) { return make_room(tier, length); });
   }
   // Node groups need a node table (one resolver per node asks for the node).
   group_size_ = node_ != nullptr ? config_.group_size(nodes_) : 0;

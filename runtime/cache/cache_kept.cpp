@@ -184,9 +184,7 @@ Result<std::uint64_t> Cache::keep_step(const std::string& job) {
     auto it = number.find(id);
     if (it == number.end()) {
       const Arena* holder = tier == Tier::kFile
-                                ? (segments_ != nullptr
-                                       ? segments_->find(r.segment)
-                                       : nullptr)
+                                ? (segments_ != nullptr ? segments_->find(r.segment) : nullptr)
                                 : tiers_.get(tier);
       if (holder == nullptr) continue;  // a segment dropped since
       it = number.emplace(id, static_cast<std::uint32_t>(files.size())).first;
@@ -270,7 +268,8 @@ std::uint64_t Cache::publish_kept() {
     record.hash = r.hash;
     // Checked before any node is served from it (the nodes that copy it check it again).
     const std::span<const std::byte> bytes = node_bytes(record);
-    if (bytes.size() != r.length || !verified(bytes, r.hash, record.owner, "a kept store")) continue;
+    if (bytes.size() != r.length || !verified(bytes, r.hash, record.owner, "a kept store"))
+      continue;
     const Key key{r.word, r.check, r.home};
     lookups.push_back(Lookup{kept_key(key, r.version), kClaimIt});
     records.push_back(record);

@@ -221,8 +221,8 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
       const Payload read_pfs = pack(direct);
       const Answer c = finish_claim(
           ckey, claims[1], [&](std::uint64_t ticket) { return load_chunk(f, 0, ticket, true); },
-          [&](const Payload& p, const Tree& tree) { return localize_chunk(ckey, p, tree); }, &read_pfs,
-          nodes_);
+          [&](const Payload& p, const Tree& tree) { return localize_chunk(ckey, p, tree); },
+          &read_pfs, nodes_);
       if (c.kind == Answer::Kind::kCached) {
         node_->publish(nc.slot, c.payload);
       } else {

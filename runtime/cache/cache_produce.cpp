@@ -212,7 +212,8 @@ void Cache::publish_produced_chunks(const FileId& file, std::uint64_t size, std:
     record.length = geometry.chunk_length(i);
     record.position = fanout::kNoTicket;  // every ticket is a reader's
     record.version = version;
-    record.hash = hash_of(std::span<const std::byte>(seg.file->data() + record.offset, record.length));
+    record.hash =
+        hash_of(std::span<const std::byte>(seg.file->data() + record.offset, record.length));
     finals.push_back(Directory::Final{lookups[i].key, pack(record), true, false});
     memo_put(lookups[i].key, pack(record));
   }

@@ -223,7 +223,8 @@ Result<Config> Config::parse(const Lookup& lookup) {
   {
     // The allocation this job step belongs to: the first scheduler variable that is set.
     std::string alloc;
-    for (const char* var : {"SLURM_JOB_ID", "PBS_JOBID", "FLUX_JOB_ID", "LSB_JOBID", "COBALT_JOBID"}) {
+    for (const char* var :
+         {"SLURM_JOB_ID", "PBS_JOBID", "FLUX_JOB_ID", "LSB_JOBID", "COBALT_JOBID"}) {
       if (auto v = get(var); v && !v->empty()) {
         alloc = std::string(*v);
         break;

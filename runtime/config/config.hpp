@@ -66,7 +66,7 @@ struct Config {
   // 65,536 and grows in levels as the node reads: docs/protocol.md, "The node level")
   std::uint32_t node_slots = 1u << 26;
   std::uint32_t list_ahead = 4096;  // LARDER_LIST_AHEAD: entries of a listed directory resolved
-  std::uint64_t small_file = 256ull << 10;    // LARDER_SMALL_FILE: loaded whole with its stat
+  std::uint64_t small_file = 256ull << 10;  // LARDER_SMALL_FILE: loaded whole with its stat
   // LARDER_KEEP: the name of the kept store this job's node-local data stays in after the job,
   // for the allocation's later steps (docs/architecture.md, "Kept stores"); empty: keep nothing.
   // `auto` (the default) names it after the allocation (alloc-<id> from SLURM_JOB_ID, PBS_JOBID,

@@ -121,9 +121,10 @@ std::string StatsSnapshot::summary_line() const {
       format_size(get(Counter::app_bytes_read)));
   // What came from earlier job steps, and what failed a check, only when there is any.
   if (get(Counter::kept_bytes_adopted) != 0 || get(Counter::kept_bytes_kept) != 0) {
-    line += fmt::format(", from earlier steps {} ({} chunks), kept for later steps {}",
-                        format_size(get(Counter::kept_bytes_adopted)),
-                        get(Counter::kept_chunks_adopted), format_size(get(Counter::kept_bytes_kept)));
+    line +=
+        fmt::format(", from earlier steps {} ({} chunks), kept for later steps {}",
+                    format_size(get(Counter::kept_bytes_adopted)),
+                    get(Counter::kept_chunks_adopted), format_size(get(Counter::kept_bytes_kept)));
   }
   if (get(Counter::integrity_mismatches) != 0) {
     line += fmt::format(", integrity mismatches {} (read again: {})",

@@ -76,8 +76,8 @@ class Arena {
   std::uint64_t capacity_ = 0;
   bool writable_ = false;
   std::atomic<std::uint64_t> limit_{0};  // relaxed: a budget, read before each reservation
-  std::atomic<std::uint64_t> next_{0};  // relaxed: the CAS itself orders the reservation
-  std::atomic<bool> full_{false};       // relaxed: a hint to stop trying
+  std::atomic<std::uint64_t> next_{0};   // relaxed: the CAS itself orders the reservation
+  std::atomic<bool> full_{false};        // relaxed: a hint to stop trying
   std::atomic<bool> populate_{true};  // relaxed: false once the kernel refused MADV_POPULATE_WRITE
 };
 

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <string_view>
 #include <unordered_map>
 
 #include "runtime/common/log.hpp"
@@ -53,6 +54,14 @@ struct TableFile {
 };
 static_assert(sizeof(TableFile) == 16);
 
+// dir + "/" + name, built in place.
+std::string child(std::string_view dir, std::string_view name) {
+  std::string path;
+  path.reserve(dir.size() + 1 + name.size());
+  path.append(dir).append(1, '/').append(name);
+  return path;
+}
+
 std::vector<std::string> list_dir(const std::string& path) {
   std::vector<std::string> names;
   DIR* dir = ::opendir(path.c_str());
@@ -89,7 +98,7 @@ UniqueFd open_own(const std::string& path, int flags, struct stat* st) {
   UniqueFd fd(sys::open(path.c_str(), flags | O_NOFOLLOW | O_CLOEXEC));
   if (!fd.valid()) return fd;
   if (sys::fstat(fd.get(), st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != ::geteuid()) {
-    return UniqueFd();
+    return UniqueFd{};
   }
   return fd;
 }
@@ -115,7 +124,7 @@ std::uint64_t tree_bytes(const std::string& path) {
   if (sys::lstat(path.c_str(), &st) != 0) return 0;
   if (!S_ISDIR(st.st_mode)) return S_ISREG(st.st_mode) ? allocated(st) : 0;
   std::uint64_t n = 0;
-  for (const std::string& name : list_dir(path)) n += tree_bytes(path + "/" + name);
+  for (const std::string& name : list_dir(path)) n += tree_bytes(child(path, name));
   return n;
 }
 
@@ -123,8 +132,7 @@ Status write_file(const std::string& path, const std::vector<std::byte>& bytes) 
   const std::string tmp = path + ".tmp";
   UniqueFd fd(sys::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) return from_errno(errno, "cannot create " + tmp);
-  if (sys::write_full(fd.get(), bytes.data(), bytes.size()) !=
-      static_cast<ssize_t>(bytes.size())) {
+  if (sys::write_full(fd.get(), bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) {
     const int e = errno;
     sys::unlink(tmp.c_str());
     return from_errno(e, "cannot write " + tmp);
@@ -140,8 +148,9 @@ Status write_file(const std::string& path, const std::vector<std::byte>& bytes) 
 
 template <class T>
 void append(std::vector<std::byte>& out, const T& value) {
-  const auto* p = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), p, p + sizeof(T));
+  const std::size_t at = out.size();
+  out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &value, sizeof(T));
 }
 
 // One finished step as prepare() reads it.
@@ -188,11 +197,11 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
     f.disk = disk != 0;
     const std::string root = f.disk ? place.disk_root() : place.shm_root();
     if (root.empty()) return false;
-    f.path = root + "/" + step.name + "/" + name;
+    f.path = child(child(root, step.name), name);
     struct stat fst {};
     // A regular file of this user, not a link: anything else is not read.
-    f.usable = sys::lstat(f.path.c_str(), &fst) == 0 && S_ISREG(fst.st_mode) &&
-               fst.st_uid == ::geteuid();
+    f.usable =
+        sys::lstat(f.path.c_str(), &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_uid == ::geteuid();
     if (f.usable) {
       f.bytes = allocated(fst);
       f.used_ns = mtime_ns(fst);
@@ -286,7 +295,7 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   std::vector<Step> steps;
   const std::string root = place.shm_root();
   for (const std::string& name : list_dir(root)) {
-    const std::string dir = root + "/" + name;
+    const std::string dir = child(root, name);
     if (name.starts_with("table-")) {
       // A table of a job that is not running any more (it ended without removing it).
       if (!job_running(place.shm_base, name.substr(6))) sys::unlink(dir.c_str());
@@ -314,7 +323,7 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     bool whole = true;
     for (const std::string& entry : list_dir(dir)) {
       if (entry.starts_with("index-") && !entry.ends_with(".tmp")) {
-        whole = whole && read_index(dir + "/" + entry, place, step);
+        whole = whole && read_index(child(dir, entry), place, step);
       }
     }
     if (!whole) {
@@ -389,12 +398,12 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     total -= file.bytes;
     drop_file(c.step, c.file);
   }
-  for (std::size_t s = 0; s < steps.size(); ++s) {
+  for (const Step& step : steps) {
     bool any = false;
-    for (const auto& f : steps[s].files) any = any || f.usable;
+    for (const auto& f : step.files) any = any || f.usable;
     if (!any) {
-      remove_tree(root + "/" + steps[s].name);
-      if (!place.disk_root().empty()) remove_tree(place.disk_root() + "/" + steps[s].name);
+      remove_tree(child(root, step.name));
+      if (!place.disk_root().empty()) remove_tree(child(place.disk_root(), step.name));
     }
   }
 
@@ -458,8 +467,7 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   return out;
 }
 
-Result<std::unique_ptr<KeptStore>> KeptStore::open(const KeptPlace& place,
-                                                   const std::string& job) {
+Result<std::unique_ptr<KeptStore>> KeptStore::open(const KeptPlace& place, const std::string& job) {
   std::unique_ptr<KeptStore> k(new KeptStore());
   const std::string in_use = place.shm_base + "/keep-" + place.name + ".inuse";
   k->in_use_ = UniqueFd(sys::open(in_use.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
@@ -524,8 +532,8 @@ const KeptRecord* KeptStore::find(const Key& key) const noexcept {
   return nullptr;
 }
 
-Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::string& job,
-                                           int rank, std::span<const std::string> files,
+Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::string& job, int rank,
+                                           std::span<const std::string> files,
                                            std::span<const bool> disk,
                                            std::span<const KeptRecord> records) {
   if (records.empty()) return std::uint64_t{0};

@@ -12,7 +12,6 @@
 namespace larder::testing {
 namespace {
 
-
 // Forwards to the real transport, then flips a byte of what arrived from rank `bad` (only for
 // gets that start inside [from, to) of the holder's memory when `to` is set).
 class CorruptingTransport : public Transport {
@@ -31,7 +30,8 @@ class CorruptingTransport : public Transport {
       if (out[i].ok()) spoil(ops[i]);
     }
   }
-  Result<std::vector<std::byte>> expose(std::uint32_t segment, std::span<std::byte> memory) override {
+  Result<std::vector<std::byte>> expose(std::uint32_t segment,
+                                        std::span<std::byte> memory) override {
     return real_.expose(segment, memory);
   }
   bool knows(int owner, std::uint32_t segment) override { return real_.knows(owner, segment); }
