@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -378,6 +379,9 @@ class Cache {
                   const ChunkRecord* into, ChunkRecord* out);
   Result<std::pair<int, std::uint32_t>> kept_file(std::uint32_t n, bool adopt, bool* evicted_here);
   bool make_room(Tier tier, std::uint64_t length);
+  bool kept_use(std::uint32_t n, bool use);
+  // Whether a record naming a kept file of this node may be read here (marks the file used).
+  bool kept_record_usable(const ChunkRecord& record);
   void record_placed(const Key& key, const ChunkRecord& record, bool origin = false);
   bool kept_elsewhere(const Key& key, std::uint64_t version, std::uint64_t length,
                       ChunkRecord* out);
@@ -416,9 +420,11 @@ class Cache {
   std::atomic<bool> closing_{false};  // acquire/release: see begin_close()
   KeptStore* kept_;
   const KeptPlace* kept_place_;
-  std::atomic<std::uint32_t> kept_evict_next_{0};  // the next kept file make_room() considers
+  std::atomic<std::uint32_t> kept_evict_next_[2] = {};  // per tier: the next kept file to consider
   std::mutex kept_mu_;
   std::unordered_map<std::uint32_t, Payload> kept_local_;  // guarded by kept_mu_ (no node table)
+  std::unordered_set<std::uint32_t> kept_touched_;  // guarded by kept_mu_: kept files used here
+  std::unordered_map<std::uint32_t, std::uint32_t> kept_uses_;  // guarded by kept_mu_ (no table)
   std::vector<KeptRecord> placed_;  // guarded by kept_mu_: what this rank placed, to keep
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so

@@ -249,6 +249,12 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
   std::vector<ChunkRecord> copies;
   for (std::size_t i : which) {
     const auto origin = unpack<ChunkRecord>(items[i].answer.payload);
+    if (origin.owner >= 0 && on_this_node(origin.owner) && !kept_record_usable(origin)) {
+      ChunkRecord direct;
+      direct.owner = -1;
+      items[i].answer.payload = pack(direct);  // an evicted kept file: read the PFS
+      continue;
+    }
     if (origin.owner < 0 || on_this_node(origin.owner)) continue;
     ChunkRecord kept;
     if (adopt_kept(items[i].key, origin.version, origin.length, nullptr, &kept)) {

@@ -84,6 +84,11 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
   const bool may_hold =
       position != 0 && fanout::can_have_children(position, tree_fanout_, tree.nodes);
   if (on_this_node(origin.owner)) {
+    if (!kept_record_usable(origin)) {
+      ChunkRecord direct;
+      direct.owner = -1;
+      return pack(direct);  // a kept file of this node, evicted for room: read the PFS
+    }
     // A rank of the origin's own node with a ticket (its node table could not answer): it
     // copies nothing, but a place below it may be waiting for its entry: the origin's copy.
     if (may_hold) {

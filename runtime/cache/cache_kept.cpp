@@ -26,6 +26,14 @@ Key kept_file_key(const std::string& path) {
   return path_key(KeyKind::kKeptFile, path);
 }
 
+// The file's second node-table entry: whether a rank of this node read a chunk from it in this
+// step (then it stays), or it was evicted first (then nobody on the node reads it any more).
+Key kept_use_key(const std::string& path) {
+  return path_key(KeyKind::kKeptFile, "use:" + path);
+}
+
+enum class Use : std::uint32_t { kUsed = 1, kEvicted = 2 };
+
 }  // namespace
 
 // The node's answer for kept file `n`: claimed by this rank (which then adopts or evicts it, as
@@ -47,7 +55,7 @@ Result<std::pair<int, std::uint32_t>> Cache::kept_file(std::uint32_t n, bool ado
       return place;
     }
     if (segments_ == nullptr) return place;
-    auto made = segments_->link_kept(file.path, file.disk);
+    auto made = segments_->link_kept(file.path, file.disk, n);
     if (!made.ok()) {
       LARDER_LOG_LIMITED(kWarn, "kept file {} cannot be used: {}", file.path,
                          made.status().to_string());
@@ -57,7 +65,6 @@ Result<std::pair<int, std::uint32_t>> Cache::kept_file(std::uint32_t n, bool ado
       segments_->drop(made->id);
       return place;
     }
-    KeptStore::touch(file.path);
     stats_.add(Counter::kept_files_adopted);
     place.owner = topology_.rank;
     place.segment = made->id;
@@ -87,6 +94,45 @@ Result<std::pair<int, std::uint32_t>> Cache::kept_file(std::uint32_t n, bool ado
   return std::pair{static_cast<int>(place.owner), place.segment};
 }
 
+// Decides kept file `n`'s use on this node once: the first to ask sets it (`want`); returns what
+// was decided. Without a node table, this process decides alone.
+bool Cache::kept_use(std::uint32_t n, bool use) {
+  const std::uint32_t want = static_cast<std::uint32_t>(use ? Use::kUsed : Use::kEvicted);
+  std::uint32_t got = want;
+  if (node_ != nullptr) {
+    NodeTable::Found found =
+        node_->acquire(kept_use_key(kept_->file(n).path), config_.wait_timeout);
+    if (found.outcome == NodeTable::Found::Outcome::kClaimed) {
+      node_->publish(found.slot, pack(want));
+    } else if (found.outcome == NodeTable::Found::Outcome::kReady) {
+      got = unpack<std::uint32_t>(found.payload);
+    } else {
+      return false;  // no answer: neither use nor evict it
+    }
+  } else {
+    std::lock_guard lock(kept_mu_);
+    got = kept_uses_.emplace(n, want).first->second;
+  }
+  return got == want;
+}
+
+bool Cache::kept_record_usable(const ChunkRecord& record) {
+  if (kept_ == nullptr || record.tier != Tier::kFile ||
+      (record.segment & Segments::kKeptSegment) == 0) {
+    return true;
+  }
+  const std::uint32_t n = record.segment & Segments::kKeptNumberMask;
+  if (n >= kept_->file_count()) return false;
+  {
+    std::lock_guard lock(kept_mu_);
+    if (kept_touched_.contains(n)) return true;
+  }
+  if (!kept_use(n, true)) return false;  // evicted for room: its bytes are gone
+  std::lock_guard lock(kept_mu_);
+  kept_touched_.insert(n);
+  return true;
+}
+
 bool Cache::adopt_kept(const Key& key, std::uint64_t version, std::uint64_t length,
                        const ChunkRecord* into, ChunkRecord* out) {
   if (kept_ == nullptr || closing()) return false;
@@ -99,6 +145,14 @@ bool Cache::adopt_kept(const Key& key, std::uint64_t version, std::uint64_t leng
   }
   auto where = kept_file(r->file, true, nullptr);
   if (!where.ok()) return false;
+  {
+    bool known = false;
+    {
+      std::lock_guard lock(kept_mu_);
+      known = kept_touched_.contains(r->file);
+    }
+    if (!known && !kept_use(r->file, true)) return false;  // evicted for room in this step
+  }
   ChunkRecord kept;
   kept.owner = where->first;
   kept.tier = Tier::kFile;
@@ -124,6 +178,14 @@ bool Cache::adopt_kept(const Key& key, std::uint64_t version, std::uint64_t leng
   }
   stats_.add(Counter::kept_bytes_adopted, length);
   stats_.add(Counter::kept_chunks_adopted);
+  // Used in this step: the file's last use, for the least-recently-used order of eviction (a
+  // file adopted only to publish its chunks for other nodes is not touched).
+  bool first_use = false;
+  {
+    std::lock_guard lock(kept_mu_);
+    first_use = kept_touched_.insert(r->file).second;
+  }
+  if (first_use) KeptStore::touch(kept_->file(r->file).path);
   *out = kept;
   return true;
 }
@@ -131,16 +193,25 @@ bool Cache::adopt_kept(const Key& key, std::uint64_t version, std::uint64_t leng
 bool Cache::make_room(Tier tier, std::uint64_t length) {
   if (kept_ == nullptr || closing()) return false;
   std::uint64_t freed = 0;
-  // Files are in the table least recently used first; each is decided once per node.
-  for (std::uint32_t n = kept_evict_next_.load(std::memory_order_relaxed);
-       n < kept_->file_count() && freed < length; n = kept_evict_next_.load()) {
-    if (!kept_evict_next_.compare_exchange_strong(n, n + 1)) continue;
+  std::atomic<std::uint32_t>& next = kept_evict_next_[tier == Tier::kDisk ? 1 : 0];
+  // Files are in the table least recently used first; each is decided once per node. A file no
+  // rank of this node has read from in this step goes: one adopted only to publish its chunks
+  // for other nodes too (its pages are punched out, so its mappings stay valid and read zeros,
+  // which the other nodes' hash checks reject; so only with LARDER_VERIFY on).
+  for (std::uint32_t n = next.load(std::memory_order_relaxed);
+       n < kept_->file_count() && freed < length; n = next.load()) {
+    if (!next.compare_exchange_strong(n, n + 1)) continue;
     const KeptStore::File& file = kept_->file(n);
-    if (file.disk != (tier == Tier::kDisk)) {
-      continue;
-    }
+    if (file.disk != (tier == Tier::kDisk)) continue;
     bool evicted = false;
-    (void)kept_file(n, false, &evicted);
+    auto adopted = kept_file(n, false, &evicted);
+    if (!evicted && adopted.ok() && config_.verify && kept_use(n, false)) {
+      KeptStore::evict(file);
+      stats_.add(Counter::kept_bytes_evicted, file.bytes);
+      Arena* arena = tiers_.get(file.disk ? Tier::kDisk : Tier::kMem);
+      if (arena != nullptr) arena->raise_limit(file.bytes);
+      evicted = true;
+    }
     if (evicted) freed += file.bytes;
   }
   if (freed > 0) LARDER_LOG_INFO("evicted {} bytes of kept files to make room", freed);

@@ -268,6 +268,14 @@ void KeptStore::touch(const std::string& path) noexcept {
 }
 
 void KeptStore::evict(const File& file) noexcept {
+  // Its pages go now, whoever maps it (the mappings stay valid and read zeros); then its name.
+  UniqueFd fd(sys::open(file.path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (fd.valid() && sys::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+      sys::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) != 0) {
+    LARDER_LOG_INFO("cannot free the pages of kept file {}: {}", file.path,
+                    log::errno_text(errno));
+  }
   if (sys::unlink(file.path.c_str()) != 0 && errno != ENOENT) {
     LARDER_LOG_WARN("cannot remove kept file {}: {}", file.path, log::errno_text(errno));
   }
@@ -408,15 +416,15 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   }
 
   // The table: the usable files, then every live record in an open-addressed array.
+  // Numbered least recently used first: the order in which a step evicts them for room.
   std::vector<std::vector<std::uint32_t>> number(steps.size());
   std::vector<const Step::FileSeen*> files;
-  for (std::size_t s = 0; s < steps.size(); ++s) {
-    number[s].assign(steps[s].files.size(), ~0u);
-    for (std::size_t f = 0; f < steps[s].files.size(); ++f) {
-      if (!steps[s].files[f].usable) continue;
-      number[s][f] = static_cast<std::uint32_t>(files.size());
-      files.push_back(&steps[s].files[f]);
-    }
+  for (std::size_t s = 0; s < steps.size(); ++s) number[s].assign(steps[s].files.size(), ~0u);
+  for (const Candidate& c : kept) {
+    const Step::FileSeen& file = steps[c.step].files[c.file];
+    if (!file.usable) continue;
+    number[c.step][c.file] = static_cast<std::uint32_t>(files.size());
+    files.push_back(&file);
   }
   std::uint64_t count = 0;
   for (const auto& [k, l] : live) count += number[l.step][l.file] != ~0u ? 1 : 0;

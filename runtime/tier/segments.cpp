@@ -38,10 +38,11 @@ Result<Segments::Made> Segments::adopt(const std::string& file) {
   return made;
 }
 
-Result<Segments::Made> Segments::link_kept(const std::string& kept, bool disk) {
+Result<Segments::Made> Segments::link_kept(const std::string& kept, bool disk,
+                                           std::uint32_t number) {
   if (disk && disk_dir_.empty()) return Status(Errc::kUnavailable, 0, "no disk files directory");
-  const std::uint32_t id =
-      next_id_.fetch_add(1, std::memory_order_relaxed) | (disk ? kDiskSegment : 0u);
+  if (number > kKeptNumberMask) return Status(Errc::kNoSpace, 0, "too many kept files");
+  const std::uint32_t id = kKeptSegment | number | (disk ? kDiskSegment : 0u);
   std::string name = path(disk ? disk_dir_ : dir_, rank_, id);
   if (sys::link(kept.c_str(), name.c_str()) != 0) {
     return from_errno(errno, "cannot link kept file " + kept);

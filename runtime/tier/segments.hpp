@@ -27,6 +27,10 @@ class Segments {
   // A segment whose id has this bit lives in the node's disk files directory (a kept disk-tier
   // file, linked there: links cannot cross file systems).
   static constexpr std::uint32_t kDiskSegment = 1u << 31;
+  // A kept store's file linked as a segment has the id kKeptSegment | its number in the node's
+  // kept table (| kDiskSegment): any rank of the node can tell which kept file a record names.
+  static constexpr std::uint32_t kKeptSegment = 1u << 30;
+  static constexpr std::uint32_t kKeptNumberMask = kKeptSegment - 1;
 
   // `dir`: this node's files directory; `rank`: the owner, part of every segment's name;
   // `disk_dir`: the node's files directory on the disk tier (empty: none).
@@ -48,7 +52,7 @@ class Segments {
   Result<Made> adopt(const std::string& file);
   // A kept store's file (runtime/tier/kept_store.hpp) as a new segment of this rank: linked
   // under the segment's name (the store keeps its own name), mapped read-write; never written.
-  Result<Made> link_kept(const std::string& kept, bool disk);
+  Result<Made> link_kept(const std::string& kept, bool disk, std::uint32_t number);
   // The mapping of this rank's segment `id`; null when there is none.
   const Arena* find(std::uint32_t id) const;
   // Unmaps and removes a segment that will not be published (a build that failed).

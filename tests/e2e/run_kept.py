@@ -26,18 +26,19 @@ CHUNK = 64 * 1024
 
 READER = r"""
 import errno, hashlib, mmap, os, sys
-data, out = sys.argv[1:3]
+dirs, out = sys.argv[1].split(':'), sys.argv[2]
 kill = len(sys.argv) > 3 and sys.argv[3] == 'kill'
 rank = int(os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', '0')))
 lines = []
-for name in sorted(os.listdir(data)):
+for data in dirs:
+  for name in sorted(os.listdir(data)):
     path = os.path.join(data, name)
     try:
         with open(path, 'rb') as f:
             lines.append(name + ' ' + hashlib.sha1(f.read()).hexdigest())
     except OSError as e:
         lines.append(name + ' ' + errno.errorcode[e.errno])
-for name in ('gone.bin', 'mapped.bin'):
+  for name in ('gone.bin', 'mapped.bin'):
     path = os.path.join(data, name)
     try:
         with open(path, 'rb') as f:
@@ -66,20 +67,20 @@ def make_tree(data):
         f.write(os.urandom(5 * CHUNK + 99))
 
 
-def expected(data):
+def expected(dirs):
     lines = []
-    names = sorted(os.listdir(data))
-    for name in names:
-        with open(os.path.join(data, name), "rb") as f:
-            lines.append(name + " " + hashlib.sha1(f.read()).hexdigest())
-    for name in ("gone.bin", "mapped.bin"):
-        path = os.path.join(data, name)
-        if not os.path.exists(path):
-            lines.append(name + " ENOENT")
-            continue
-        with open(path, "rb") as f:
-            digest = hashlib.sha1(f.read()).hexdigest()
-        lines.append(("map " if name == "mapped.bin" else name + " ") + digest)
+    for data in dirs:
+        for name in sorted(os.listdir(data)):
+            with open(os.path.join(data, name), "rb") as f:
+                lines.append(name + " " + hashlib.sha1(f.read()).hexdigest())
+        for name in ("gone.bin", "mapped.bin"):
+            path = os.path.join(data, name)
+            if not os.path.exists(path):
+                lines.append(name + " ENOENT")
+                continue
+            with open(path, "rb") as f:
+                digest = hashlib.sha1(f.read()).hexdigest()
+            lines.append(("map " if name == "mapped.bin" else name + " ") + digest)
     return "\n".join(lines) + "\n"
 
 
@@ -92,18 +93,19 @@ class Steps:
         self.args, self.job, self.reader = args, job, reader
         self.count = 0
 
-    def run(self, what, extra, ranks=RANKS, kill=False):
+    def run(self, what, extra, ranks=RANKS, kill=False, dirs=None):
+        dirs = dirs or [self.job.data]
         self.count += 1
         stats = os.path.join(self.job.root, f"stats-{self.count}.json")
         out = os.path.join(self.job.root, f"out-{self.count}")
         env = self.job.python_env(self.job.env(stats=stats, extra=dict(
             {"LARDER_NODE_SIZE": "2", "LARDER_MEM": "64M", "LARDER_DISK": "0", "LARDER_LOG": os.environ.get("KEPT_LOG", "warn")}, **extra)))
-        argv = [PYTHON, self.reader, self.job.data, out] + (["kill"] if kill else [])
+        argv = [PYTHON, self.reader, ":".join(dirs), out] + (["kill"] if kill else [])
         proc = self.job.mpiexec(ranks, argv, env, timeout=120, check=not kill)
         if kill:
             check(proc.returncode != 0, f"{what}: the killed step failed ({proc.returncode})")
             return None
-        want = expected(self.job.data)
+        want = expected(dirs)
         for r in range(ranks):
             with open(f"{out}.{r}") as f:
                 got = f.read()
@@ -229,6 +231,33 @@ def main():
 
         s = steps.run("LARDER_MEM smaller than the kept store", dict(named, LARDER_MEM="1M"))
         check(s["kept"]["bytes_evicted"] > 0, "the kept store was trimmed to the budget")
+
+        # Eviction during a step, under readers: a store holds two trees kept by two steps (b1
+        # with a file every rank maps, b2). A step with a budget that holds them but not what it
+        # reads next reads b1 (adopting and mapping its kept files), then a new tree (room is
+        # needed: b2's kept files, which nobody uses, are evicted), then b1 again.
+        trees = {}
+        for tree, count, size in (("b1", 8, 100_000), ("b2", 10, 200_000), ("c", 12, 150_000)):
+            d = os.path.join(job.data, "..", "extra", tree)
+            os.makedirs(d)
+            for k in range(count):
+                with open(os.path.join(d, f"x{k}.bin"), "wb") as f:
+                    f.write(os.urandom(size))
+            trees[tree] = os.path.abspath(d)
+        with open(os.path.join(trees["b1"], "mapped.bin"), "wb") as f:
+            f.write(os.urandom(3 * CHUNK + 5))
+        extra_prefix = os.path.abspath(os.path.join(job.data, "..", "extra"))
+        evict = {"LARDER_KEEP": "evict", "LARDER_PREFIX": job.data + ":" + extra_prefix}
+        steps.run("eviction: b1 kept", evict, dirs=[trees["b1"]])
+        steps.run("eviction: b2 kept", evict, dirs=[trees["b2"]])
+        s = steps.run("eviction: b1, then a new tree that needs room, then b1 again",
+                      dict(evict, LARDER_MEM="5M"), dirs=[trees["b1"], trees["c"], trees["b1"]])
+        c_bytes = sum(os.path.getsize(os.path.join(trees["c"], n)) for n in os.listdir(trees["c"]))
+        check(s["kept"]["bytes_evicted"] > 0,
+              f"kept files nobody used were evicted for room ({s['kept']['bytes_evicted']} B)")
+        check(s["pfs"]["bytes_read"] <= c_bytes,
+              f"only the new tree came from the PFS ({s['pfs']['bytes_read']} of {c_bytes} B): "
+              "the kept files in use were not evicted")
 
         # The test's stores go with its scratch directories; nothing of any job is left.
         job.check_clean_except_kept()
