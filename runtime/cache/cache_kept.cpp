@@ -97,7 +97,7 @@ Result<std::pair<int, std::uint32_t>> Cache::kept_file(std::uint32_t n, bool ado
 // Decides kept file `n`'s use on this node once: the first to ask sets it (`want`); returns what
 // was decided. Without a node table, this process decides alone.
 bool Cache::kept_use(std::uint32_t n, bool use) {
-  const std::uint32_t want = static_cast<std::uint32_t>(use ? Use::kUsed : Use::kEvicted);
+  const auto want = static_cast<std::uint32_t>(use ? Use::kUsed : Use::kEvicted);
   std::uint32_t got = want;
   if (node_ != nullptr) {
     NodeTable::Found found =

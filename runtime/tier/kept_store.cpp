@@ -273,8 +273,7 @@ void KeptStore::evict(const File& file) noexcept {
   struct stat st {};
   if (fd.valid() && sys::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
       sys::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, st.st_size) != 0) {
-    LARDER_LOG_INFO("cannot free the pages of kept file {}: {}", file.path,
-                    log::errno_text(errno));
+    LARDER_LOG_INFO("cannot free the pages of kept file {}: {}", file.path, log::errno_text(errno));
   }
   if (sys::unlink(file.path.c_str()) != 0 && errno != ENOENT) {
     LARDER_LOG_WARN("cannot remove kept file {}: {}", file.path, log::errno_text(errno));
