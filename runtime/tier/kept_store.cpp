@@ -209,6 +209,7 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
     step.files.push_back(std::move(f));
   }
   if (at + h.records * sizeof(KeptRecord) != body_size) return false;
+  step.records.reserve(step.records.size() + h.records);
   for (std::uint64_t i = 0; i < h.records; ++i) {
     KeptRecord r;
     std::memcpy(&r, body + at + i * sizeof(KeptRecord), sizeof r);
@@ -224,9 +225,8 @@ struct KeyOf {
   bool operator==(const KeyOf&) const = default;
 };
 struct KeyOfHash {
-  std::size_t operator()(const KeyOf& k) const noexcept {
-    return static_cast<std::size_t>(k.word ^ (k.check * 0x9E3779B97F4A7C15ull));
-  }
+  // The word is already an XXH3 hash.
+  std::size_t operator()(const KeyOf& k) const noexcept { return static_cast<std::size_t>(k.word); }
 };
 
 // Removes other stores of this user that nobody uses: other allocations' (when this store is an
@@ -442,7 +442,6 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
       }
     }
   }
-  std::vector<std::byte> bytes;
   TableHeader h;
   std::memcpy(h.magic, kTableMagic, sizeof h.magic);
   h.capacity = capacity;
@@ -450,24 +449,40 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   h.files = files.size();
   h.mem_bytes = mem;
   h.disk_bytes = disk;
-  for (const auto* f : files) h.names_bytes += f->path.size();
-  bytes.reserve(sizeof h + capacity * sizeof(KeptRecord) + files.size() * sizeof(TableFile) +
-                h.names_bytes);
-  append(bytes, h);
-  const auto* raw = reinterpret_cast<const std::byte*>(slots.data());
-  bytes.insert(bytes.end(), raw, raw + slots.size() * sizeof(KeptRecord));
+  std::vector<std::byte> tail;  // the file entries and their names
   for (const auto* f : files) {
     TableFile tf;
     tf.bytes = f->bytes;
     tf.name_length = static_cast<std::uint32_t>(f->path.size());
     tf.disk = f->disk ? 1 : 0;
-    append(bytes, tf);
+    append(tail, tf);
+    h.names_bytes += f->path.size();
   }
   for (const auto* f : files) {
     const auto* p = reinterpret_cast<const std::byte*>(f->path.data());
-    bytes.insert(bytes.end(), p, p + f->path.size());
+    tail.insert(tail.end(), p, p + f->path.size());
   }
-  if (Status s = write_file(root + "/table-" + job, bytes); !s.ok()) return s;
+  // Written in three pieces (the slots straight from their array), under a temporary name.
+  const std::string path = root + "/table-" + job;
+  const std::string tmp = path + ".tmp";
+  {
+    UniqueFd fd(
+        sys::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd.valid()) return from_errno(errno, "cannot create " + tmp);
+    const std::size_t slot_bytes = slots.size() * sizeof(KeptRecord);
+    if (sys::write_full(fd.get(), &h, sizeof h) != static_cast<ssize_t>(sizeof h) ||
+        sys::write_full(fd.get(), slots.data(), slot_bytes) != static_cast<ssize_t>(slot_bytes) ||
+        sys::write_full(fd.get(), tail.data(), tail.size()) != static_cast<ssize_t>(tail.size())) {
+      const int e = errno;
+      sys::unlink(tmp.c_str());
+      return from_errno(e, "cannot write " + tmp);
+    }
+  }
+  if (sys::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int e = errno;
+    sys::unlink(tmp.c_str());
+    return from_errno(e, "cannot rename " + tmp);
+  }
   out.mem_bytes = mem;
   out.disk_bytes = disk;
   out.chunks = count;
