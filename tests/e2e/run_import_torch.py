@@ -75,7 +75,12 @@ def main():
               f"the node files hold the objects' chunks themselves ({dup} of "
               f"{s['node']['file_bytes']} bytes were copied from an arena)")
         # The next job step of the allocation (LARDER_KEEP): every object from a node file made
-        # from what the first step kept, nothing read from the PFS.
+        # from what the first step kept, nothing read from the PFS. Not under the sanitizers
+        # (e2e_kept runs the kept stores' paths there), for the suite's time.
+        if args.asan_lib:
+            job.check_clean_except_kept()
+            check(True, "no processes or job files left (the next step is not run under ASan)")
+            return
         stats2 = os.path.join(job.root, "stats2.json")
         env2 = dict(env, LARDER_STATS=stats2)
         got = run("larder-step2", env2)
