@@ -83,7 +83,11 @@ KeptPlace Session::kept_place_of(const std::string& name) const {
 }
 
 void Session::prepare_kept() {
-  if (config_.keep.empty()) return;
+  if (config_.keep.empty()) {
+    // Keeping nothing itself, the job still removes this user's stores past LARDER_KEEP_TTL.
+    (void)KeptStore::sweep(job_dir_.shm_base(), job_dir_.disk_base(), config_.keep_ttl);
+    return;
+  }
   auto prepared = KeptStore::prepare(kept_place_of(config_.keep), job_dir_.job_id(),
                                      config_.mem_budget, config_.disk_budget, config_.keep_ttl);
   if (!prepared.ok()) {

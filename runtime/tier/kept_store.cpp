@@ -263,6 +263,18 @@ int remove_other_stores(const KeptPlace& place, std::chrono::seconds ttl) {
 
 }  // namespace
 
+int KeptStore::sweep(const std::string& shm_base, const std::string& disk_base,
+                     std::chrono::seconds ttl) noexcept {
+  try {
+    KeptPlace place;
+    place.shm_base = shm_base;
+    place.disk_base = disk_base;
+    return remove_other_stores(place, ttl);  // no store of its own: only expired ones go
+  } catch (...) {
+    return 0;
+  }
+}
+
 void KeptStore::touch(const std::string& path) noexcept {
   (void)::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
 }

@@ -86,6 +86,10 @@ class KeptStore {
   static Result<KeptPrepared> prepare(const KeptPlace& place, const std::string& job,
                                       std::uint64_t mem_budget, std::uint64_t disk_budget,
                                       std::chrono::seconds ttl);
+  // A node leader of a job that keeps nothing: removes this user's stores on the node unused for
+  // `ttl` that no running step uses. Returns how many went.
+  static int sweep(const std::string& shm_base, const std::string& disk_base,
+                   std::chrono::seconds ttl) noexcept;
   // Every rank of the node, after its leader prepared: the table, mapped read-only. Also takes
   // the store's in-use lock (shared), so no other allocation's first step removes it meanwhile.
   static Result<std::unique_ptr<KeptStore>> open(const KeptPlace& place, const std::string& job);

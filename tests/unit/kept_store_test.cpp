@@ -196,6 +196,25 @@ TEST(KeptStoreTest, AStoreInUseIsNotRemoved) {
   EXPECT_TRUE(exists(node.place.shm_base + "/keep-alloc-1"));
 }
 
+TEST(KeptStoreTest, AJobThatKeepsNothingRemovesStoresPastTheirTtl) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 1, 4096);
+  KeptPlace held = node.place;
+  held.name = "name-held";
+  ASSERT_TRUE(KeptStore::prepare(held, "5555555555555555", 1 << 20, 0, 3600s).ok());
+  auto in_use = KeptStore::open(held, "5555555555555555");
+  ASSERT_TRUE(in_use.ok());
+  // Both stores were last used long ago.
+  const struct timespec old[2] = {{1000, 0}, {1000, 0}};
+  for (const char* name : {"/keep-name-test", "/keep-name-held"}) {
+    ASSERT_EQ(::utimensat(AT_FDCWD, (node.place.shm_base + name).c_str(), old, 0), 0);
+  }
+  EXPECT_EQ(KeptStore::sweep(node.place.shm_base, node.place.disk_base, 3600s), 1);
+  EXPECT_FALSE(exists(node.place.shm_base + "/keep-name-test")) << "unused past its TTL";
+  EXPECT_TRUE(exists(node.place.shm_base + "/keep-name-held")) << "a running step uses it";
+  KeptStore::remove_table(held, "5555555555555555");
+}
+
 TEST(KeptStoreTest, ASymlinkOrAnotherUsersDirectoryIsNeverRead) {
   Node node;
   node.keep_step("1111111111111111", 100, 1, 4096);
