@@ -69,6 +69,8 @@ bool is_job_id(std::string_view name) {
   return true;
 }
 
+}  // namespace
+
 // dir + "/" + name, built in place.
 std::string child(std::string_view dir, std::string_view name) {
   std::string path;
@@ -88,8 +90,6 @@ std::vector<std::string> list_dir(const std::string& path) {
   ::closedir(dir);
   return names;
 }
-
-}  // namespace
 
 void remove_tree(const std::string& path) noexcept {
   try {

@@ -14,6 +14,8 @@
 #define LARDER_RUNTIME_TIER_JOB_DIR_HPP_
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "runtime/common/status.hpp"
 #include "runtime/common/unique_fd.hpp"
@@ -62,6 +64,11 @@ class JobDir {
   std::string disk_job_;   // <disk_base>/<job> (empty without a disk tier)
   UniqueFd lock_;
 };
+
+// dir + "/" + name, built in place.
+std::string child(std::string_view dir, std::string_view name);
+// The names in a directory, without "." and ".." (empty when it cannot be read).
+std::vector<std::string> list_dir(const std::string& path);
 
 // Removes a directory tree (no symlinks followed). Best effort; logs failures.
 void remove_tree(const std::string& path) noexcept;

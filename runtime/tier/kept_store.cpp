@@ -54,26 +54,6 @@ struct TableFile {
 };
 static_assert(sizeof(TableFile) == 16);
 
-// dir + "/" + name, built in place.
-std::string child(std::string_view dir, std::string_view name) {
-  std::string path;
-  path.reserve(dir.size() + 1 + name.size());
-  path.append(dir).append(1, '/').append(name);
-  return path;
-}
-
-std::vector<std::string> list_dir(const std::string& path) {
-  std::vector<std::string> names;
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return names;
-  while (dirent* e = ::readdir(dir)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-      names.emplace_back(e->d_name);
-  }
-  ::closedir(dir);
-  return names;
-}
-
 // A directory of this user, not a link, not open to others.
 bool private_dir(const std::string& path, struct stat* st) {
   return sys::lstat(path.c_str(), st) == 0 && S_ISDIR(st->st_mode) && st->st_uid == ::geteuid() &&
