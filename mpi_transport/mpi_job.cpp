@@ -174,7 +174,64 @@ Status MpiJob::sum(std::span<std::uint64_t> values) {
                        "MPI_Allreduce");
 }
 
-Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const PeerLoad* load) {
+namespace {
+
+// MPI_Op over FileLists blocks (MPI_BYTE of sizeof(FileLists) each): merge_file_lists.
+void merge_lists_op(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
+  auto* from = static_cast<const FileLists*>(in);
+  auto* into = static_cast<FileLists*>(inout);
+  for (int i = 0; i < *len; ++i) merge_file_lists(into[i], from[i]);
+}
+
+}  // namespace
+
+std::string MpiJob::library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
+  std::string version(text, static_cast<std::size_t>(std::max(length, 0)));
+  if (const auto eol = version.find('\n'); eol != std::string::npos) version.resize(eol);
+  while (!version.empty() && (version.back() == ' ' || version.back() == '\0')) version.pop_back();
+  return version;
+}
+
+Status MpiJob::reduce_detail(const ReportParts& parts, JobDetail& detail) {
+  // The grid every rank shares: from the earliest start to the latest end.
+  std::int64_t bounds[2] = {parts.start_unix_ns, -parts.end_unix_ns};
+  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, bounds, 2, MPI_INT64_T, MPI_MIN, comm_),
+                               "MPI_Allreduce");
+      !s.ok()) {
+    return s;
+  }
+  JobTimeline grid = timeline_grid(bounds[0], -bounds[1]);
+  add_samples(parts.samples, grid);
+  std::vector<std::uint64_t> amounts(topology_.rank == 0 ? grid.amounts.size() : 0);
+  if (Status s = mpi::from_mpi(
+          MPI_Reduce(grid.amounts.data(), amounts.data(), static_cast<int>(grid.amounts.size()),
+                     MPI_UINT64_T, MPI_SUM, 0, comm_),
+          "MPI_Reduce");
+      !s.ok()) {
+    return s;
+  }
+  grid.amounts = std::move(amounts);
+  detail.timeline = std::move(grid);
+  MPI_Datatype block = MPI_DATATYPE_NULL;
+  MPI_Op merge = MPI_OP_NULL;
+  Status s = mpi::from_mpi(MPI_Type_contiguous(sizeof(FileLists), MPI_BYTE, &block),
+                           "MPI_Type_contiguous");
+  if (s.ok()) s = mpi::from_mpi(MPI_Type_commit(&block), "MPI_Type_commit");
+  if (s.ok()) s = mpi::from_mpi(MPI_Op_create(&merge_lists_op, 1, &merge), "MPI_Op_create");
+  if (s.ok()) {
+    s = mpi::from_mpi(MPI_Reduce(&parts.files, &detail.files, 1, block, merge, 0, comm_),
+                      "MPI_Reduce");
+  }
+  if (merge != MPI_OP_NULL) MPI_Op_free(&merge);
+  if (block != MPI_DATATYPE_NULL) MPI_Type_free(&block);
+  return s;
+}
+
+Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const PeerLoad* load,
+                                           const ReportParts* parts) {
   std::vector<std::uint64_t> send;
   send.insert(send.end(), mine.counters.begin(), mine.counters.end());
   // The messages this rank sent (counted by the transports, not by the cache).
@@ -243,12 +300,18 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
       gets[r] = owns[2 * r];
       waits[r] = owns[2 * r + 1];
     }
+    const std::span<const int> nodes(topology_.node_of);
     Skew skew;
-    skew.bytes_served = spread_of(std::span(carried.data(), n));
-    skew.directory_ops_received = spread_of(std::span(carried.data() + n, n));
-    skew.remote_fetches = spread_of(gets);
-    skew.wait_ns = spread_of(waits);
+    skew.bytes_served = spread_of(std::span(carried.data(), n), nodes);
+    skew.directory_ops_received = spread_of(std::span(carried.data() + n, n), nodes);
+    skew.remote_fetches = spread_of(gets, nodes);
+    skew.wait_ns = spread_of(waits, nodes);
     total.skew = skew;
+  }
+  if (parts != nullptr) {
+    JobDetail detail;
+    if (Status s = reduce_detail(*parts, detail); !s.ok()) return s;
+    if (topology_.rank == 0) total.detail = std::move(detail);
   }
   return total;
 }

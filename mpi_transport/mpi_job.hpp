@@ -55,9 +55,20 @@ class MpiJob {
   // requests (a wait registered with it, a watch of a key it homes) until every rank has stopped
   // reading; a blocking allreduce there left them waiting until LARDER_TIMEOUT.
   Status agree_while_serving(const Status& local);
+  // What a rank adds to the job report (stats.hpp): its timeline's samples and file lists.
+  struct ReportParts {
+    std::int64_t start_unix_ns = 0;
+    std::int64_t end_unix_ns = 0;
+    std::vector<TimelineSample> samples;
+    FileLists files{};
+  };
   // Sums the snapshots of all ranks, with the per-rank distributions of the load (skew, from
-  // `load` and each rank's own counters); the result is meaningful on rank 0.
-  Result<StatsSnapshot> reduce_stats(const StatsSnapshot& mine, const PeerLoad* load);
+  // `load` and each rank's own counters) and, given `parts`, the job's timeline and file lists
+  // (detail: every rank moves a fixed amount, whatever the job's size); meaningful on rank 0.
+  Result<StatsSnapshot> reduce_stats(const StatsSnapshot& mine, const PeerLoad* load,
+                                     const ReportParts* parts = nullptr);
+  // The MPI library's version (its first line).
+  static std::string library_version();
 
   // Builds the messenger, the directory, the data transport over `tiers` and starts the progress
   // thread. `load` (may be null) counts what this rank asks of each other rank.
@@ -82,6 +93,7 @@ class MpiJob {
   Status close(bool free_resources = true);
 
  private:
+  Status reduce_detail(const ReportParts& parts, JobDetail& detail);
   MpiJob();
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -49,6 +49,7 @@ PACKAGES=(
   python3 python3-dev python3-numpy python3-mpi4py python3-torch python3-yaml python3-lmdb
   cython3 python3-pkgconfig python3-setuptools python3-pip
   slurm-wlm slurmctld slurmd slurm-client munge
+  python3-matplotlib python3-jinja2 chromium python3-websocket
   gnuplot-nox sshfs openssh-server openssh-client fuse3 iproute2 procps psmisc
   numactl bubblewrap lmod squashfs-tools squashfuse
 )

@@ -74,6 +74,7 @@ pfs_id=$("$pfs" up --export "$export_dir" --mount "$mnt" --rate "$rate")
 say "shaped file system: $mnt (sshfs through $rate)"
 
 ran=()
+reports=()
 for mode in $modes; do
   args=("$bench" train "$workload" --set dataset.data_folder="$mnt" --io "$mode"
         --output "$out/$mode")
@@ -103,11 +104,17 @@ for mode in $modes; do
             --output "$out/$mode") ;;
     *) die "unknown mode $mode: accepted posix, larder, preload, steps" ;;
   esac
+  # Larder's runs write their stats; their job report (larder-report) goes next to them.
+  [[ $mode == posix ]] || env+=(-genv LARDER_STATS "$out/$mode.stats.json")
   say "training with --io $mode"
-  rm -rf "$out/$mode"
+  rm -rf "$out/$mode" "$out/$mode.stats.json"
   run_bench "${env[@]}" "${args[@]}" >"$out/$mode.log" 2>&1 ||
     { tail -20 "$out/$mode.log" >&2; die "the $mode run failed (log: $out/$mode.log)"; }
   grep -E '\[METRIC\] Training Accelerator|train_au_meet' "$out/$mode.log" | sed 's/^/   /'
+  if [[ -f $out/$mode.stats.json && -x $build/bin/larder-report ]]; then
+    "$build/bin/larder-report" "$out/$mode.stats.json" -o "$out/$mode.report.html" >/dev/null &&
+      reports+=("$out/$mode.report.html")
+  fi
   if [[ $mode == steps ]]; then
     rm -rf --one-file-system "$steps_shm"
     steps_shm=""
@@ -122,3 +129,4 @@ title="$(basename "$workload" .yaml) on sshfs shaped to $rate, $ranks ranks"
 gnuplot -e "datafile='$out/report.dat'; outfile='$out/report.png'; title='$title'" \
   -e "load '$out/report.vars'" "$here/report.gp"
 say "plot: $out/report.png"
+for r in "${reports[@]}"; do say "job report (open in a browser): $r"; done

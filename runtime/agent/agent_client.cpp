@@ -295,6 +295,8 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   std::memcpy(into.data(), (*arena)->data() + rec.offset + offset_in_chunk, into.size());
   stats().add(copied ? Counter::hits_remote : Counter::hits_node);
   stats().add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
+  stats().add(copied ? Counter::served_remote_bytes : Counter::served_node_bytes, into.size());
+  if (rec.tier == Tier::kDisk) stats().add(Counter::served_disk_bytes, into.size());
   return true;
 }
 

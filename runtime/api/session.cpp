@@ -2,6 +2,9 @@
 
 #include <sys/statvfs.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -16,7 +19,50 @@
 
 namespace larder {
 
-Session::Session(Config config) : config_(std::move(config)) {}
+Session::Session(Config config) : config_(std::move(config)) {
+  stats_.attach(&recorder_);
+}
+
+JobInfo Session::job_info(std::int64_t start_unix_ns, std::int64_t end_unix_ns) const {
+  JobInfo job;
+  job.nodes = topology_.node_count();
+  for (int node = 0; node < job.nodes; ++node) {
+    job.ranks_per_node = std::max(job.ranks_per_node, topology_.ranks_on_node(node));
+  }
+  job.start_unix_ns = start_unix_ns;
+  job.duration_ns = std::max<std::int64_t>(end_unix_ns - start_unix_ns, 0);
+  job.mpi = mpi_ ? MpiJob::library_version() : "none";
+  job.transport = !mpi_ ? "none" : config_.transport == TransportKind::kUcx ? "ucx" : "mpi";
+  job.version = std::string(larder_version());
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) job.host = host;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    // LARDER_AGENT* and LARDER_NOTICE_GIVEN: set by Larder for the processes it starts.
+    const bool internal =
+        entry.starts_with("LARDER_AGENT") || entry.starts_with("LARDER_NOTICE_GIVEN=");
+    if (entry.starts_with("LARDER_") && !internal && eq != std::string_view::npos) {
+      job.settings.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+  }
+  std::sort(job.settings.begin(), job.settings.end());
+  return job;
+}
+
+StatsSnapshot Session::local_totals() {
+  stats_.final_sample();
+  StatsSnapshot totals = stats_.snapshot();
+  totals.ranks = topology_.size;
+  const std::int64_t end = unix_now_ns();
+  JobDetail detail;
+  detail.job = job_info(recorder_.start_unix_ns(), end);
+  detail.timeline = timeline_grid(recorder_.start_unix_ns(), end);
+  add_samples(recorder_.timeline().samples(), detail.timeline);
+  detail.files = recorder_.files().lists();
+  totals.detail = std::move(detail);
+  return totals;
+}
 
 Session::~Session() {
   if (!closed_) {
@@ -409,8 +455,7 @@ Status Session::close(const std::function<void()>& before_drain) {
   }
   if (mpi_) return close_mpi();
   if (unmap_allowed_) keep_step();
-  StatsSnapshot totals = stats_.snapshot();
-  totals.ranks = topology_.size;
+  StatsSnapshot totals = local_totals();
   Status result;
   if (!config_.stats_path.empty()) result = write_stats_file(config_.stats_path, totals);
   if (topology_.rank == 0 && log::enabled(log::Level::kWarn))
@@ -440,7 +485,16 @@ Status Session::close_mpi() {
   // Every rank has drained: what this rank placed goes to the kept store (its files moved, its
   // index written) before the stats are totalled, so kept.bytes_kept is in them.
   if (all_drained) keep_step();
-  auto totals = mpi.reduce_stats(stats_.snapshot(), load_.get());
+  stats_.final_sample();
+  MpiJob::ReportParts parts;
+  parts.start_unix_ns = recorder_.start_unix_ns();
+  parts.end_unix_ns = unix_now_ns();
+  parts.samples = recorder_.timeline().samples();
+  parts.files = recorder_.files().lists();
+  auto totals = mpi.reduce_stats(stats_.snapshot(), load_.get(), &parts);
+  if (totals.ok() && totals->detail) {
+    totals->detail->job = job_info(totals->detail->timeline.start_unix_ns, parts.end_unix_ns);
+  }
   if (!totals.ok()) result = totals.status();
   // Windows go (collectively) before the arenas they expose are unmapped.
   Status closed = mpi.close(all_drained);

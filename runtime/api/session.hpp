@@ -104,11 +104,16 @@ class Session final : public FileService {
   // Puts the tests' fakes (if any) in front of the file system, directory and transport.
   void apply_seams(const Seams& seams);
   Status close_mpi();
+  StatsSnapshot local_totals();
   // Waits until no lease is held; false when `timeout` passed first. `progress` (may be empty)
   // runs every few hundred microseconds while it waits.
   bool drain(std::chrono::milliseconds timeout, const std::function<void()>& progress);
 
+  // The job report's parts (stats.hpp): the job's information, timeline and file lists.
+  JobInfo job_info(std::int64_t start_unix_ns, std::int64_t end_unix_ns) const;
+
   Config config_;
+  Recorder recorder_;  // before stats_, which feeds it
   Stats stats_;
   Topology topology_;
   JobDir job_dir_;

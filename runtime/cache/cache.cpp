@@ -160,16 +160,19 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
       error = located.status();
       return false;
     }
-    if (located->source == Source::kCache && copy_out(located->record, piece.offset_in_chunk, dst,
-                                                      !located->fresh && !located->copied)) {
+    FallbackCause cause = located->cause;
+    if (located->source == Source::kCache &&
+        copy_out(located->record, piece.offset_in_chunk, dst, !located->fresh && !located->copied,
+                 &cause)) {
       if (located->copied) {  // the bytes came from another node for this read
         stats_.add(Counter::hits_remote);
         stats_.add(located->record.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
       }
+      stats_.served(served_from(*located), dst.size(), located->record.tier == Tier::kDisk);
       total += dst.size();
       return true;
     }
-    stats_.add(Counter::fallbacks);
+    stats_.fallback(file.path, cause, dst.size());
     auto n = read_direct(file, piece.index * config_.chunk_size + piece.offset_in_chunk, dst);
     if (!n.ok()) {
       error = n.status();
@@ -181,6 +184,14 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
   });
   if (!error.ok() && total == 0) return error;
   return total;
+}
+
+Counter Cache::served_from(const Located& located) const noexcept {
+  if (located.copied) return Counter::served_remote_bytes;
+  if (located.fresh) return Counter::served_loaded_bytes;
+  if (located.record.owner == topology_.rank) return Counter::served_self_bytes;
+  return on_this_node(located.record.owner) ? Counter::served_node_bytes
+                                            : Counter::served_remote_bytes;
 }
 
 Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
@@ -209,11 +220,15 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
   switch (a.kind) {
     case Answer::Kind::kCached: {
       const auto record = unpack<ChunkRecord>(a.payload);
-      if (record.owner == kDirectOwner) return Located{};
+      Located direct_read;
+      // The loader could not keep it (no room, or the file is shorter than it was).
+      direct_read.cause = FallbackCause::kNoRoom;
+      if (record.owner == kDirectOwner) return direct_read;
       // Bytes of another version of the file (it changed during the job): not these.
       if (record.version != 0 && file.version != 0 && record.version != file.version) {
         stats_.add(Counter::stale_chunks);
-        return Located{};
+        direct_read.cause = FallbackCause::kChanged;
+        return direct_read;
       }
       return Located{Source::kCache, record, a.fresh, a.copied};
     }
@@ -223,7 +238,9 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
     case Answer::Kind::kDirect:
       break;
   }
-  return Located{};
+  Located direct_read;
+  direct_read.cause = FallbackCause::kDirectory;
+  return direct_read;
 }
 
 Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std::uint64_t ticket,
@@ -324,12 +341,16 @@ std::span<const std::byte> Cache::node_bytes(const ChunkRecord& record) {
 }
 
 bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
-                     std::span<std::byte> into, bool count_hit) {
-  if (offset_in_chunk + into.size() > record.length) return false;
+                     std::span<std::byte> into, bool count_hit, FallbackCause* why) {
+  auto failed = [why](FallbackCause cause) {
+    if (why != nullptr) *why = cause;
+    return false;
+  };
+  if (offset_in_chunk + into.size() > record.length) return failed(FallbackCause::kOther);
   const auto tier_counter = record.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem;
   if (record.owner == topology_.rank || on_this_node(record.owner)) {
     const std::span<const std::byte> bytes = node_bytes(record);
-    if (bytes.empty() && record.length > 0) return false;
+    if (bytes.empty() && record.length > 0) return failed(FallbackCause::kTransport);
     std::memcpy(into.data(), bytes.data() + offset_in_chunk, into.size());
     if (count_hit) {
       stats_.add(record.owner == topology_.rank ? Counter::hits_self : Counter::hits_node);
@@ -337,11 +358,11 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
     }
     return true;
   }
-  if (record.owner < 0 || record.owner >= topology_.size) return false;
+  if (record.owner < 0 || record.owner >= topology_.size) return failed(FallbackCause::kOther);
   // A chunk of another node that this node could not copy: the piece itself, over the network,
   // straight into the caller's buffer. Checked against the chunk's hash before the caller sees
   // it: a piece of a chunk is read with the whole chunk (the hash covers the whole).
-  if (transport_ == nullptr || closing()) return false;
+  if (transport_ == nullptr || closing()) return failed(FallbackCause::kTransport);
   const bool check = config_.verify && record.hash != 0;
   const bool whole = offset_in_chunk == 0 && into.size() == record.length;
   std::vector<std::byte> chunk;
@@ -354,11 +375,11 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                        dst.size(), record.owner, s.to_string());
-    return false;
+    return failed(FallbackCause::kTransport);
   }
   if (check && !verified(dst, record.hash, record.owner, "another node's memory")) {
     stats_.add(Counter::integrity_refetched);  // the caller reads the PFS instead
-    return false;
+    return failed(FallbackCause::kIntegrity);
   }
   if (check && !whole) std::memcpy(into.data(), chunk.data() + offset_in_chunk, into.size());
   if (load_ != nullptr) load_->fetched(record.owner, dst.size());

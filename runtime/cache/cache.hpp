@@ -253,6 +253,7 @@ class Cache {
     ChunkRecord record;
     bool fresh = false;
     bool copied = false;
+    FallbackCause cause = FallbackCause::kOther;  // why, when source is kDirect
   };
   // `into` (may be null): where this rank would keep the chunk if it loads or copies it (a place
   // in a segment being filled) instead of a new place in its arena.
@@ -262,8 +263,11 @@ class Cache {
   // `prefetch`: ahead of any read (an open), counted as a prefetch rather than a miss.
   Loaded load_chunk(const CachedFile& file, std::uint64_t index, std::uint64_t ticket,
                     bool prefetch = false, const ChunkRecord* into = nullptr);
+  // Copies a piece of a cached chunk into `into`; false (and why, when `why` is given) when the
+  // holder's bytes cannot be had or fail their check.
   bool copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk, std::span<std::byte> into,
-                bool count_hit);
+                bool count_hit, FallbackCause* why = nullptr);
+  Counter served_from(const Located& located) const noexcept;
   Result<std::size_t> read_direct(const CachedFile& file, std::uint64_t offset,
                                   std::span<std::byte> into);
   bool on_this_node(int rank) const noexcept {

@@ -188,17 +188,18 @@ Status Cache::fill_segment_node_file(const CachedFile& file, const std::string& 
     // loads or copies it for the node; a chunk the node already held elsewhere is copied.
     auto located = locate(file, index, &place);
     bool done = false;
+    FallbackCause cause = located.ok() ? located->cause : FallbackCause::kOther;
     if (located.ok() && located->source == Source::kCache) {
       const ChunkRecord& r = located->record;
       done = r.owner == place.owner && r.tier == Tier::kFile && r.segment == place.segment &&
              r.offset == place.offset;
-      if (!done && copy_out(r, 0, dst, false)) {
+      if (!done && copy_out(r, 0, dst, false, &cause)) {
         done = true;
         if (on_this_node(r.owner)) stats_.add(Counter::node_file_dup_bytes, place.length);
       }
     }
     if (!done) {
-      stats_.add(Counter::fallbacks);
+      stats_.fallback(file.path, cause, place.length);
       auto n = read_direct(file, place.offset, dst);
       if (!n.ok()) return n.status();
       if (*n != place.length) return {Errc::kIoError, EIO, file.path + " is shorter than cached"};

@@ -13,7 +13,7 @@ PosixFileSystem::PosixFileSystem(Stats& stats, std::size_t max_open_files)
     : stats_(stats), max_open_files_(max_open_files) {}
 
 Result<ResolvedPath> PosixFileSystem::resolve(const std::string& path) {
-  stats_.add(Counter::pfs_stat_ops);
+  stats_.pfs_op(Counter::pfs_stat_ops, path);
   // O_PATH walks the path once, as stat() would, and fails with the same errno.
   UniqueFd fd(sys::open(path.c_str(), O_PATH | O_CLOEXEC));
   if (!fd.valid()) return from_errno(errno, "cannot resolve " + path);
@@ -47,7 +47,7 @@ Result<std::shared_ptr<UniqueFd>> PosixFileSystem::open_cached(const std::string
     lru_.splice(lru_.begin(), lru_, it->second.position);
     return it->second.fd;
   }
-  stats_.add(Counter::pfs_open_ops);
+  stats_.pfs_op(Counter::pfs_open_ops, path);
   auto fd = std::make_shared<UniqueFd>(sys::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd->valid()) return from_errno(errno, "cannot open " + path);
   if (open_.size() >= max_open_files_) {
@@ -63,23 +63,23 @@ Result<std::size_t> PosixFileSystem::read(const std::string& path, std::uint64_t
                                           std::uint64_t offset, std::span<std::byte> into) {
   auto fd = open_cached(path, version);
   if (!fd.ok()) return fd.status();
-  stats_.add(Counter::pfs_read_ops);
   const ssize_t n =
       sys::pread_full((*fd)->get(), into.data(), into.size(), static_cast<off_t>(offset));
-  if (n < 0) return from_errno(errno, "cannot read " + path);
-  stats_.add(Counter::pfs_bytes_read, static_cast<std::uint64_t>(n));
+  const int err = errno;
+  stats_.pfs_op(Counter::pfs_read_ops, path, n < 0 ? 0 : static_cast<std::uint64_t>(n));
+  if (n < 0) return from_errno(err, "cannot read " + path);
   return static_cast<std::size_t>(n);
 }
 
 Result<FileMeta> PosixFileSystem::lstat(const std::string& path) {
-  stats_.add(Counter::pfs_stat_ops);
+  stats_.pfs_op(Counter::pfs_stat_ops, path);
   struct stat st {};
   if (sys::lstat(path.c_str(), &st) != 0) return from_errno(errno, "cannot lstat " + path);
   return FileMeta::from_stat(st);
 }
 
 Result<std::vector<std::byte>> PosixFileSystem::list(const std::string& path) {
-  stats_.add(Counter::pfs_list_ops);
+  stats_.pfs_op(Counter::pfs_list_ops, path);
   UniqueFd fd(sys::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd.valid()) return from_errno(errno, "cannot open directory " + path);
   std::vector<std::byte> records;

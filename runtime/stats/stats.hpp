@@ -13,8 +13,13 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "runtime/common/status.hpp"
+#include "runtime/stats/file_top.hpp"
+#include "runtime/stats/timeline.hpp"
 
 namespace larder {
 
@@ -87,7 +92,19 @@ namespace larder {
   X(integrity_bytes_hashed, "integrity.bytes_hashed")               \
   X(integrity_mismatches, "integrity.mismatches")                   \
   X(integrity_refetched, "integrity.refetched")                     \
-  X(integrity_ns, "integrity.ns")
+  X(integrity_ns, "integrity.ns")                                   \
+  X(served_self_bytes, "served.self_bytes")                         \
+  X(served_node_bytes, "served.node_bytes")                         \
+  X(served_remote_bytes, "served.remote_bytes")                     \
+  X(served_loaded_bytes, "served.loaded_bytes")                     \
+  X(served_fallback_bytes, "served.fallback_bytes")                 \
+  X(served_disk_bytes, "served.disk_bytes")                         \
+  X(fallback_no_room, "fallback_causes.no_room")                    \
+  X(fallback_changed, "fallback_causes.changed")                    \
+  X(fallback_directory, "fallback_causes.directory")                \
+  X(fallback_transport, "fallback_causes.transport")                \
+  X(fallback_integrity, "fallback_causes.integrity")                \
+  X(fallback_other, "fallback_causes.other")
 
 enum class Counter : int {
 #define LARDER_STATS_ENUM(name, path) name,
@@ -100,15 +117,33 @@ inline constexpr int kCounterCount = static_cast<int>(Counter::kCount);
 // Latency histogram of application reads: bucket i holds reads of [2^i, 2^(i+1)) ns.
 inline constexpr int kLatencyBuckets = 40;
 
-// How one quantity spreads over the ranks of the job: a hot spot shows as a max far above the
-// median, on rank max_rank.
+// How one quantity spreads over the ranks (and nodes) of the job: a hot spot shows as a max far
+// above the median, on rank max_rank. The log2 histograms count ranks (nodes) by value: bucket 0
+// holds the zeros, bucket b > 0 the values in [2^(b-1), 2^b).
+inline constexpr int kSpreadBuckets = 65;
+inline constexpr std::size_t kTopRanks = 10;
+struct RankValue {
+  int rank = 0;
+  int node = -1;  // -1: nodes unknown
+  std::uint64_t value = 0;
+};
 struct Spread {
   std::uint64_t max = 0;
   std::uint64_t median = 0;
   std::uint64_t total = 0;
   int max_rank = 0;
+  int max_node = -1;  // the node of max_rank (-1: nodes unknown)
+  std::array<std::uint64_t, kSpreadBuckets> ranks_log2{};
+  std::vector<RankValue> top_ranks;  // largest first
+  // The same over the nodes' sums (set when nodes are known).
+  std::uint64_t node_max = 0;
+  std::uint64_t node_median = 0;
+  int node_max_node = -1;
+  std::array<std::uint64_t, kSpreadBuckets> nodes_log2{};
 };
-Spread spread_of(std::span<const std::uint64_t> per_rank);
+// `node_of` (empty, or one node index per rank) adds the nodes' view.
+Spread spread_of(std::span<const std::uint64_t> per_rank, std::span<const int> node_of = {});
+int spread_bucket(std::uint64_t value) noexcept;
 
 // The per-rank distributions of the load (the stats JSON's "skew"): bytes other ranks copied out
 // of each rank's memory, directory operations each rank's shard received, the transfers from
@@ -120,13 +155,34 @@ struct Skew {
   Spread wait_ns;
 };
 
+// The job as the report shows it (set by the session on the totals it writes).
+struct JobInfo {
+  int nodes = 1;
+  int ranks_per_node = 1;  // the most on one node
+  std::int64_t start_unix_ns = 0;
+  std::int64_t duration_ns = 0;
+  std::string mpi;                                            // the MPI library's version line
+  std::string transport;                                      // "ucx", "mpi" or "none"
+  std::string version;                                        // Larder's
+  std::string host;                                           // rank 0's
+  std::vector<std::pair<std::string, std::string>> settings;  // LARDER_* set in the environment
+};
+
+// What the job report needs beyond the counters: written with the job's totals.
+struct JobDetail {
+  JobInfo job;
+  JobTimeline timeline;
+  FileLists files{};
+};
+
 struct StatsSnapshot {
   std::array<std::uint64_t, kCounterCount> counters{};
   std::array<std::uint64_t, kLatencyBuckets> latency{};
   std::uint64_t latency_sum_ns = 0;
   std::uint64_t latency_max_ns = 0;
   int ranks = 1;
-  std::optional<Skew> skew;  // set on rank 0 of a job's totals
+  std::optional<Skew> skew;         // set on rank 0 of a job's totals
+  std::optional<JobDetail> detail;  // set on the totals written at finalize
 
   std::uint64_t get(Counter c) const noexcept { return counters[static_cast<int>(c)]; }
   void add(const StatsSnapshot& other) noexcept;
@@ -137,24 +193,66 @@ struct StatsSnapshot {
   std::string summary_line() const;
 };
 
+// What the job report needs beyond the counters, for the rank's own Stats (a worker's Stats in
+// shared memory has none): the timeline's samples and the file lists. Owned by the session.
+class Recorder {
+ public:
+  Recorder() noexcept;
+  std::int64_t start_unix_ns() const noexcept { return timeline_.start_unix_ns(); }
+  // The unix time of a steady-clock reading (no second clock read per application read).
+  std::int64_t unix_ns(std::chrono::steady_clock::time_point t) const noexcept;
+  Timeline& timeline() noexcept { return timeline_; }
+  const Timeline& timeline() const noexcept { return timeline_; }
+  FileTop& files() noexcept { return files_; }
+  const FileTop& files() const noexcept { return files_; }
+
+ private:
+  std::chrono::steady_clock::time_point steady_start_;
+  Timeline timeline_;
+  FileTop files_;
+};
+
+// The counters: a block of lock-free atomics, address-free (a worker's lives in shared memory;
+// zeroed memory is a valid empty Stats).
 class Stats {
  public:
+  // The rank's own Stats feeds `recorder` (which outlives every use of this Stats).
+  void attach(Recorder* recorder) noexcept { recorder_.store(recorder, std::memory_order_release); }
   void add(Counter c, std::uint64_t n = 1) noexcept {
     counters_[static_cast<int>(c)].fetch_add(n, std::memory_order_relaxed);
   }
   void record_latency(std::uint64_t ns) noexcept;
   // One read call of the application: app.read_calls, app.bytes_read and its latency.
   void record_app_read(std::uint64_t bytes, std::chrono::steady_clock::time_point start) noexcept;
+  // Bytes of an application read served from `source` (one of the served_* counters), from the
+  // disk tier when `disk`.
+  void served(Counter source, std::uint64_t bytes, bool disk) noexcept;
+  // A read piece of `path` that the cache could not serve: read from the PFS for `cause`.
+  void fallback(std::string_view path, FallbackCause cause, std::uint64_t bytes) noexcept;
+  // One operation of the PFS (one of the pfs_*_ops counters) on `path`, moving `bytes`.
+  void pfs_op(Counter op, std::string_view path, std::uint64_t bytes = 0) noexcept;
   // Adds every counter and the histogram of `other` (a worker's slot, at finalize).
   void add(const StatsSnapshot& other) noexcept;
   StatsSnapshot snapshot() const noexcept;
 
+  // The recorder's last sample (at finalize).
+  void final_sample();
+
  private:
+  SeriesValues series() const noexcept;
+  void maybe_sample(std::chrono::steady_clock::time_point now) noexcept;
+
   std::array<std::atomic<std::uint64_t>, kCounterCount> counters_{};   // relaxed: stats only
   std::array<std::atomic<std::uint64_t>, kLatencyBuckets> latency_{};  // relaxed
   std::atomic<std::uint64_t> latency_sum_ns_{0};                       // relaxed
   std::atomic<std::uint64_t> latency_max_ns_{0};                       // relaxed
+  std::atomic<Recorder*> recorder_{nullptr};
 };
+
+// Larder's version (the project's, from the build).
+std::string_view larder_version() noexcept;
+// Nanoseconds since the epoch, CLOCK_REALTIME.
+std::int64_t unix_now_ns() noexcept;
 
 // Writes the JSON to `path` atomically (temporary file, then rename).
 Status write_stats_file(const std::string& path, const StatsSnapshot& snapshot);

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 PYTHON = "/usr/bin/python3"  # Debian's, with numpy, torch and mpi4py
@@ -128,22 +129,46 @@ class Job:
         return left
 
     def leftover_processes(self):
-        """Processes that still carry this test's tag in their environment."""
+        """Processes that still carry this test's tag in their environment (zombies, which
+        have ended and wait for their parent to collect them, are not counted)."""
         found = []
         needle = ("LPL_TEST_TAG=" + self.tag).encode()
         for pid in os.listdir("/proc"):
             if not pid.isdigit() or int(pid) == os.getpid():
                 continue
             try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        continue
                 with open(f"/proc/{pid}/environ", "rb") as f:
                     if needle in f.read().split(b"\0"):
                         found.append(int(pid))
-            except OSError:
+            except (OSError, IndexError):
                 pass
         return found
 
-    def check_clean(self):
+    def lingering_processes(self):
+        """leftover_processes(), once those that are ending have had time to: a process the
+        launcher already stopped (an MPI proxy, a rank in its exit path) can outlive mpiexec by
+        a moment on a loaded machine. Waits for them to go (checked every 0.1 s, at most 20 s
+        times the timeout scale), not for a fixed time; a process that stays is reported."""
+        deadline = time.monotonic() + 20 * self.args.timeout_scale
         procs = self.leftover_processes()
+        while procs and time.monotonic() < deadline:
+            time.sleep(0.1)
+            procs = self.leftover_processes()
+        if procs:
+            for pid in procs:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+                    print(f"lingering process {pid}: {cmdline}")
+                except OSError:
+                    pass
+        return procs
+
+    def check_clean(self):
+        procs = self.lingering_processes()
         if procs:
             fail(f"processes of the job are still running: {procs}")
         left = self.leftover_files()
@@ -151,7 +176,7 @@ class Job:
             fail(f"larder files left behind: {left}")
 
     def check_clean_except_kept(self):
-        procs = self.leftover_processes()
+        procs = self.lingering_processes()
         if procs:
             fail(f"processes of the job are still running: {procs}")
         left = self.leftover_files(kept_ok=True)
