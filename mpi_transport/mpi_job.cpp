@@ -317,7 +317,7 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
 }
 
 Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* load,
-                     int ucx_dead_peer) {
+                     const std::string& book_dir, int ucx_dead_peer) {
   const std::size_t shard_bytes = ShardedDirectory::shard_bytes(config.dir_slots);
   if (config.transport == TransportKind::kUcx) {
     UcxOptions options;
@@ -325,6 +325,7 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
     options.fault_peer = ucx_dead_peer;
     options.directory_ops = config.directory_ops;
     options.remote_reads = config.remote_reads;
+    options.book_dir = book_dir;
     auto ucx = make_ucx_transport(comm_, tiers, options, shard_bytes);
     // A rank whose UCX could not start makes every rank use MPI, so the choice is uniform.
     Status agreed = agree(ucx.ok() ? Status() : ucx.status());

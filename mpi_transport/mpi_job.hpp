@@ -73,8 +73,9 @@ class MpiJob {
   // Builds the messenger, the directory, the data transport over `tiers` and starts the progress
   // thread. `load` (may be null) counts what this rank asks of each other rank.
   // `ucx_dead_peer` (tests only, seams.hpp): this rank's UCX endpoint to that rank is dead.
+  // `book_dir`: a directory of this host's shared memory for UCX's address books (the job's).
   Status start(const Config& config, const LocalTiers& tiers, PeerLoad* load,
-               int ucx_dead_peer = -1);
+               const std::string& book_dir, int ucx_dead_peer = -1);
   Directory* directory() const noexcept;
   Transport* transport() const noexcept;
   ProgressThread* progress() const noexcept;

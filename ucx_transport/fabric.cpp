@@ -4,7 +4,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "runtime/common/log.hpp"
 #include "runtime/directory/message_shards.hpp"
@@ -30,7 +32,7 @@ constexpr auto kSlice = std::chrono::milliseconds(1);
 
 }  // namespace
 
-Fabric::Fabric(UcxOptions options) : options_(options) {}
+Fabric::Fabric(UcxOptions options) : options_(std::move(options)) {}
 
 Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& tiers,
                                                const UcxOptions& options, std::size_t shard_bytes) {
@@ -121,7 +123,7 @@ Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& 
 Fabric::~Fabric() {
   if (!closed_ && worker_) {
     LARDER_LOG_WARN("ucx transport destroyed without close(); closing endpoints now");
-    for (auto& peer : peers_) {
+    for (auto& [rank, peer] : peers_) {
       if (peer) peer->close(worker_.get());
     }
   }
@@ -150,13 +152,17 @@ Result<Peer*> Fabric::connected_peer(int rank) {
   if (rank < 0 || rank >= size_) return Status(Errc::kInvalidArgument, EINVAL, "no such rank");
   {
     std::shared_lock lock(peers_mu_);
-    Peer* p = peers_[static_cast<std::size_t>(rank)].get();
-    if (p->failed())
-      return Status(Errc::kTransport, 0, "ucx peer " + std::to_string(rank) + " has failed");
-    if (p->connected()) return p;
+    if (Peer* p = find_peer(rank); p != nullptr) {
+      if (p->failed())
+        return Status(Errc::kTransport, 0, "ucx peer " + std::to_string(rank) + " has failed");
+      if (p->connected()) return p;
+    }
   }
   std::unique_lock lock(peers_mu_);
-  Peer* p = peers_[static_cast<std::size_t>(rank)].get();
+  Peer* p = peer_locked(rank);
+  if (p == nullptr) {
+    return Status(Errc::kTransport, 0, "no usable UCX record of rank " + std::to_string(rank));
+  }
   if (p->connected() || p->failed()) return p;
   std::vector<std::byte> address = p->info().address;
   if (rank == options_.fault_peer && rank != rank_) {  // a rank always reaches itself
@@ -170,6 +176,70 @@ Result<Peer*> Fabric::connected_peer(int rank) {
     return s;
   }
   return p;
+}
+
+Peer* Fabric::find_peer(int rank) const noexcept {
+  auto it = peers_.find(rank);
+  return it == peers_.end() ? nullptr : it->second.get();
+}
+
+namespace {
+
+// A rank's record (Fabric::exchange): worker address, then per tier base, size and packed key.
+std::optional<PeerInfo> peer_info(std::span<const std::byte> record) {
+  std::size_t at = 0;
+  auto take = [&](void* out, std::size_t n) {
+    if (at + n > record.size()) return false;
+    std::memcpy(out, record.data() + at, n);
+    at += n;
+    return true;
+  };
+  auto take_bytes = [&](std::vector<std::byte>& out) {
+    std::uint64_t len = 0;
+    if (!take(&len, sizeof len) || len > record.size() - at) return false;
+    out.assign(record.data() + at, record.data() + at + len);
+    at += len;
+    return true;
+  };
+  PeerInfo info;
+  if (record.empty() || !take_bytes(info.address)) return std::nullopt;
+  for (int t = 0; t < kTierCount; ++t) {
+    if (!take(&info.arena_base[t], 8) || !take(&info.arena_size[t], 8) ||
+        !take_bytes(info.packed_rkey[t])) {
+      return std::nullopt;
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+Peer* Fabric::peer_locked(int rank) {
+  if (Peer* p = find_peer(rank); p != nullptr) return p;
+  auto info = peer_info(book_.record(rank));
+  if (!info) return nullptr;
+  auto made = peers_.emplace(rank, std::make_unique<Peer>(std::move(*info)));
+  return made.first->second.get();
+}
+
+Fabric::PeerState Fabric::peer_state() {
+  PeerState state;
+  std::shared_lock lock(peers_mu_);
+  state.peers = peers_.size();
+  for (const auto& [rank, peer] : peers_) {
+    const PeerInfo& info = peer->info();
+    state.peer_bytes += sizeof(Peer) + info.address.size();
+    for (const auto& key : info.packed_rkey) state.peer_bytes += key.size();
+  }
+  state.book_bytes = book_.mapped_bytes() + (shards_ ? shards_->book_bytes() : 0);
+  state.startup = startup_;
+  return state;
+}
+
+void Fabric::count_startup(const BookTraffic& t) noexcept {
+  startup_.received += t.received;
+  startup_.sent += t.sent;
+  startup_.collectives += t.collectives;
 }
 
 Result<std::vector<std::byte>> Fabric::dead_worker_address() {
@@ -288,8 +358,8 @@ Result<std::vector<std::byte>> Fabric::expose(std::uint32_t segment, std::span<s
 bool Fabric::knows(int owner, std::uint32_t segment) {
   if (owner < 0 || owner >= size_) return false;
   std::shared_lock lock(peers_mu_);
-  const Peer* p = peers_[static_cast<std::size_t>(owner)].get();
-  return p->connected() && p->segment(segment) != nullptr;
+  const Peer* p = find_peer(owner);
+  return p != nullptr && p->connected() && p->segment(segment) != nullptr;
 }
 
 Status Fabric::learn(int owner, std::uint32_t segment, std::span<const std::byte> descriptor) {
@@ -379,43 +449,12 @@ Status Fabric::exchange(MPI_Comm comm, const LocalTiers& tiers) {
     append(&rlen, sizeof rlen);
     append(rkey.data(), rkey.size());
   }
-  // Allgatherv of everyone's part.
-  int my_len = static_cast<int>(mine.size());
-  std::vector<int> lens(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
-  if (MPI_Allgather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm) != MPI_SUCCESS) {
-    return {Errc::kMpi, 0, "MPI_Allgather of ucx address sizes failed"};
-  }
-  int total = 0;
-  for (int r = 0; r < size_; ++r) {
-    displs[static_cast<std::size_t>(r)] = total;
-    total += lens[static_cast<std::size_t>(r)];
-  }
-  std::vector<std::byte> all(static_cast<std::size_t>(total));
-  if (MPI_Allgatherv(mine.data(), my_len, MPI_BYTE, all.data(), lens.data(), displs.data(),
-                     MPI_BYTE, comm) != MPI_SUCCESS) {
-    return {Errc::kMpi, 0, "MPI_Allgatherv of ucx addresses failed"};
-  }
-  peers_.clear();
-  for (int r = 0; r < size_; ++r) {
-    const std::byte* p = all.data() + displs[static_cast<std::size_t>(r)];
-    auto take = [&p](void* out, std::size_t n) {
-      std::memcpy(out, p, n);
-      p += n;
-    };
-    PeerInfo info;
-    std::uint64_t len = 0;
-    take(&len, sizeof len);
-    info.address.assign(p, p + len);
-    p += len;
-    for (int t = 0; t < kTierCount; ++t) {
-      take(&info.arena_base[t], 8);
-      take(&info.arena_size[t], 8);
-      take(&len, sizeof len);
-      info.packed_rkey[t].assign(p, p + len);
-      p += len;
-    }
-    peers_.push_back(std::make_unique<Peer>(std::move(info)));
-  }
+  // Every rank's part in its host's address book (one copy per host, not per rank).
+  BookTraffic traffic;
+  auto book = AddressBook::create(comm, mine, options_.book_dir, &traffic);
+  count_startup(traffic);
+  if (!book.ok()) return book.status();
+  book_ = std::move(*book);
   return local;
 }
 
@@ -428,8 +467,8 @@ void Fabric::give_up(int rank) {
   if (rank < 0 || rank >= size_ || rank == rank_) return;  // a rank always reaches itself
   Peer* p = nullptr;
   {
-    std::shared_lock lock(peers_mu_);
-    p = peers_[static_cast<std::size_t>(rank)].get();
+    std::unique_lock lock(peers_mu_);
+    p = peer_locked(rank);  // one never contacted is made, so that it stays failed
   }
   if (p != nullptr && !p->failed()) fail_peer(*p);
 }
@@ -437,8 +476,8 @@ void Fabric::give_up(int rank) {
 bool Fabric::peer_failed(int rank) {
   if (rank < 0 || rank >= size_) return true;
   std::shared_lock lock(peers_mu_);
-  const Peer* p = peers_[static_cast<std::size_t>(rank)].get();
-  return p == nullptr || p->failed();
+  const Peer* p = find_peer(rank);
+  return p != nullptr && p->failed();  // a rank not contacted yet has not failed
 }
 
 Messenger* Fabric::messenger() noexcept {
@@ -459,10 +498,11 @@ Status Fabric::close() {
   message_shards_.reset();  // its handlers are the messenger's
   messenger_.reset();
   std::unique_lock lock(peers_mu_);
-  for (auto& peer : peers_) {
+  for (auto& [rank, peer] : peers_) {
     if (peer && worker_) peer->close(worker_.get());
   }
   peers_.clear();
+  book_ = AddressBook();
   {
     std::lock_guard segments(segments_mu_);
     segment_registrations_.clear();

@@ -1,11 +1,12 @@
 // Fabric: this rank's UCX context and multi-threaded worker, with the arenas registered, and
 // chunk reads with ucp_get_nbx straight from the owner's registered arena into the reader's
 // buffer (or, where UCX does gets in software, as messages: message_reads.hpp). Worker
-// addresses, arena addresses and remote keys are exchanged once at init;
-// endpoints are created on first use and cached. The worker has wake-up (the progress thread
-// sleeps on its event fd) and endpoints report peer failures, so UCX chooses transports that can
-// do both: TCP here, RDMA verbs on InfiniBand/RoCE clusters. Completion is driven by the calling
-// thread for a short while, then by the progress thread.
+// addresses, arena addresses and remote keys are put in the host's address book at init (one
+// copy per host, address_book.hpp); a peer is made from its record, and its endpoint created,
+// on first use and cached: a rank holds state only for the peers it talks to. The worker has
+// wake-up (the progress thread sleeps on its event fd) and endpoints report peer failures, so UCX
+// chooses transports that can do both: TCP here, RDMA verbs on InfiniBand/RoCE clusters. Completion
+// is driven by the calling thread for a short while, then by the progress thread.
 //
 // Failures (endpoint errors, a peer that stops answering within the timeout) mark the peer
 // failed: that get and every later one from it return an error, and the read path falls back
@@ -24,8 +25,11 @@
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
+#include "ucx_transport/address_book.hpp"
 #include "ucx_transport/context.hpp"
 #include "ucx_transport/memory.hpp"
 #include "ucx_transport/peer.hpp"
@@ -93,6 +97,18 @@ class Fabric final : public ClosableTransport {
   Status wait(void* request, Completion& completion, Peer& peer);
   // Endpoints of `peer` use this shared lock while issuing (force-close takes it exclusively).
   std::shared_mutex& peers_mutex() noexcept { return peers_mu_; }
+  // What this rank holds of its peers: the peers it made (per peer: its record's copy, keys) and
+  // its share of the address books' mappings; and what start-up moved through MPI collectives.
+  struct PeerState {
+    std::size_t peers = 0;       // peers made (contacted)
+    std::size_t peer_bytes = 0;  // their records' bytes held privately
+    std::size_t book_bytes = 0;  // the address books' mappings (shared by the host's ranks)
+    BookTraffic startup;         // building the books, this rank's part
+  };
+  PeerState peer_state();
+  const UcxOptions& options() const noexcept { return options_; }
+  // UcxShards adds what building its book moved.
+  void count_startup(const BookTraffic& t) noexcept;
 
  private:
   explicit Fabric(UcxOptions options);
@@ -100,6 +116,11 @@ class Fabric final : public ClosableTransport {
   // Connects to a worker that no longer exists (fault injection for tests).
   Result<std::vector<std::byte>> dead_worker_address();
   void fail_peer(Peer& peer) noexcept;
+  // The peer of `rank`, made from its record on first use; null when the record is unusable.
+  // Under peers_mu_, unique.
+  Peer* peer_locked(int rank);
+  // The peer of `rank` if it was made; null otherwise. Under peers_mu_ (either mode).
+  Peer* find_peer(int rank) const noexcept;
   // Issues one get (`*request` null when it completed at once, or when it failed).
   Status issue_get(const GetOp& op, Completion& c, Peer** peer, void** request);
 
@@ -114,8 +135,10 @@ class Fabric final : public ClosableTransport {
   std::vector<Registration> registrations_;
   std::mutex segments_mu_;
   std::vector<Registration> segment_registrations_;  // guarded by segments_mu_
-  std::shared_mutex peers_mu_;                // unique: connect and force-close; shared: issue gets
-  std::vector<std::unique_ptr<Peer>> peers_;  // index = rank
+  AddressBook book_;  // every rank's worker address, arenas and keys (host-shared)
+  BookTraffic startup_;
+  std::shared_mutex peers_mu_;  // unique: make, connect and force-close; shared: issue gets
+  std::unordered_map<int, std::unique_ptr<Peer>> peers_;  // the peers contacted, by rank
   // Made after the endpoints' information, released before the endpoints (close()).
   std::unique_ptr<class UcxShards> shards_;
   std::unique_ptr<class UcxMessenger> messenger_;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "runtime/config/config.hpp"
@@ -43,11 +44,15 @@ struct UcxOptions {
   DirectoryOps directory_ops = DirectoryOps::kAuto;
   // How chunks are read from other ranks (LARDER_REMOTE_READS), decided the same way.
   RemoteReads remote_reads = RemoteReads::kAuto;
+  // A directory of this host's shared memory (the job's) where the host's address books are
+  // built (address_book.hpp); they are unlinked once mapped.
+  std::string book_dir = "/dev/shm";
 };
 
 // Collective over `comm`: creates the UCX context and worker, registers the arenas, allocates
-// the directory shard (`shard_bytes`, 0: none) and exchanges worker addresses, arena and shard
-// addresses and remote keys with MPI_Allgather(v); registers the messenger's handlers.
+// the directory shard (`shard_bytes`, 0: none) and puts worker addresses, arena and shard
+// addresses and remote keys in each host's address books (one copy per host, address_book.hpp);
+// registers the messenger's handlers.
 Result<std::unique_ptr<ClosableTransport>> make_ucx_transport(MPI_Comm comm,
                                                               const LocalTiers& tiers,
                                                               const UcxOptions& options,

@@ -90,28 +90,13 @@ Result<std::unique_ptr<UcxShards>> UcxShards::create(MPI_Comm comm, Fabric& fabr
   std::vector<std::byte> mine(sizeof base);
   std::memcpy(mine.data(), &base, sizeof base);
   mine.insert(mine.end(), packed.begin(), packed.end());
-  const int n = fabric.size();
-  int my_len = static_cast<int>(mine.size());
-  std::vector<int> lens(static_cast<std::size_t>(n)), displs(static_cast<std::size_t>(n));
-  if (MPI_Allgather(&my_len, 1, MPI_INT, lens.data(), 1, MPI_INT, comm) != MPI_SUCCESS) {
-    return Status(Errc::kMpi, 0, "MPI_Allgather of shard key sizes failed");
-  }
-  int total = 0;
-  for (int r = 0; r < n; ++r) {
-    displs[static_cast<std::size_t>(r)] = total;
-    total += lens[static_cast<std::size_t>(r)];
-  }
-  std::vector<std::byte> all(static_cast<std::size_t>(total));
-  if (MPI_Allgatherv(mine.data(), my_len, MPI_BYTE, all.data(), lens.data(), displs.data(),
-                     MPI_BYTE, comm) != MPI_SUCCESS) {
-    return Status(Errc::kMpi, 0, "MPI_Allgatherv of shard keys failed");
-  }
-  s->remotes_.resize(static_cast<std::size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    const std::byte* p = all.data() + displs[static_cast<std::size_t>(r)];
-    Remote& rem = s->remotes_[static_cast<std::size_t>(r)];
-    std::memcpy(&rem.base, p, sizeof rem.base);
-    rem.packed.assign(p + sizeof rem.base, p + lens[static_cast<std::size_t>(r)]);
+  BookTraffic traffic;
+  auto book = AddressBook::create(comm, mine, fabric.options().book_dir, &traffic);
+  fabric.count_startup(traffic);
+  if (book.ok()) {
+    s->book_ = std::move(*book);
+  } else if (local.ok()) {
+    local = book.status();
   }
   if (!local.ok()) {
     s->close();
@@ -126,10 +111,11 @@ UcxShards::~UcxShards() {
 
 void UcxShards::close() noexcept {
   std::lock_guard lock(mu_);
-  for (Remote& r : remotes_) {
+  for (auto& [rank, r] : remotes_) {
     if (r.rkey != nullptr) ucp_rkey_destroy(r.rkey);
     r.rkey = nullptr;
   }
+  remotes_.clear();
   if (memh_ != nullptr) {
     if (Status s = from_ucs(ucp_mem_unmap(fabric_.context(), memh_), "ucp_mem_unmap"); !s.ok()) {
       LARDER_LOG_WARN("{}", s.message());
@@ -138,24 +124,30 @@ void UcxShards::close() noexcept {
   }
 }
 
-Status UcxShards::target(int rank, Peer** peer, ucp_rkey_h* rkey) {
-  if (rank < 0 || rank >= static_cast<int>(remotes_.size())) {
-    return {Errc::kInvalidArgument, EINVAL, "no such rank"};
-  }
+Status UcxShards::target(int rank, Peer** peer, Remote* remote) {
+  if (rank < 0 || rank >= fabric_.size()) return {Errc::kInvalidArgument, EINVAL, "no such rank"};
   auto p = fabric_.connected_peer(rank);
   if (!p.ok()) return p.status();
   std::lock_guard lock(mu_);
-  Remote& r = remotes_[static_cast<std::size_t>(rank)];
-  if (r.rkey == nullptr) {
-    if (r.packed.empty()) return {Errc::kTransport, 0, "the rank has no directory shard"};
-    if (Status s = from_ucs(ucp_ep_rkey_unpack((*p)->endpoint(), r.packed.data(), &r.rkey),
-                            "ucp_ep_rkey_unpack");
+  auto it = remotes_.find(rank);
+  if (it == remotes_.end()) {
+    // The record: the shard's base address (8 bytes), then its packed key.
+    const std::span<const std::byte> record = book_.record(rank);
+    if (record.size() <= sizeof(std::uint64_t)) {
+      return {Errc::kTransport, 0, "the rank has no directory shard"};
+    }
+    Remote r;
+    std::memcpy(&r.base, record.data(), sizeof r.base);
+    if (Status s =
+            from_ucs(ucp_ep_rkey_unpack((*p)->endpoint(), record.data() + sizeof r.base, &r.rkey),
+                     "ucp_ep_rkey_unpack");
         !s.ok()) {
       return s;
     }
+    it = remotes_.emplace(rank, r).first;
   }
   *peer = *p;
-  *rkey = r.rkey;
+  *remote = it->second;
   return {};
 }
 
@@ -179,8 +171,8 @@ Status UcxShards::track(ucs_status_ptr_t request, std::unique_ptr<Completion> c,
 Status UcxShards::issue_atomic(int rank, ucp_atomic_op_t op, std::uint64_t disp,
                                const std::uint64_t* arg, std::uint64_t* reply) {
   Peer* peer = nullptr;
-  ucp_rkey_h rkey = nullptr;
-  if (Status s = target(rank, &peer, &rkey); !s.ok()) return s;
+  Remote shard;
+  if (Status s = target(rank, &peer, &shard); !s.ok()) return s;
   auto c = std::make_unique<Completion>();
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
@@ -192,8 +184,7 @@ Status UcxShards::issue_atomic(int rank, ucp_atomic_op_t op, std::uint64_t disp,
   std::shared_lock lock(fabric_.peers_mutex());
   if (peer->failed()) return {Errc::kTransport, 0, "ucx peer has failed"};
   ucs_status_ptr_t req =
-      ucp_atomic_op_nbx(peer->endpoint(), op, arg, 1,
-                        remotes_[static_cast<std::size_t>(rank)].base + disp, rkey, &param);
+      ucp_atomic_op_nbx(peer->endpoint(), op, arg, 1, shard.base + disp, shard.rkey, &param);
   return track(req, std::move(c), peer, rank, false);
 }
 
@@ -227,19 +218,19 @@ Status UcxShards::put(int rank, std::uint64_t disp, const void* from, std::size_
 Status UcxShards::issue_rma(int rank, std::uint64_t disp, void* buffer, std::size_t bytes,
                             bool is_put) {
   Peer* peer = nullptr;
-  ucp_rkey_h rkey = nullptr;
-  if (Status s = target(rank, &peer, &rkey); !s.ok()) return s;
+  Remote shard;
+  if (Status s = target(rank, &peer, &shard); !s.ok()) return s;
   auto c = std::make_unique<Completion>();
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.cb.send = &on_request_done;
   param.user_data = c.get();
-  const std::uint64_t remote = remotes_[static_cast<std::size_t>(rank)].base + disp;
+  const std::uint64_t remote = shard.base + disp;
   std::shared_lock lock(fabric_.peers_mutex());
   if (peer->failed()) return {Errc::kTransport, 0, "ucx peer has failed"};
-  ucs_status_ptr_t req = is_put
-                             ? ucp_put_nbx(peer->endpoint(), buffer, bytes, remote, rkey, &param)
-                             : ucp_get_nbx(peer->endpoint(), buffer, bytes, remote, rkey, &param);
+  ucs_status_ptr_t req =
+      is_put ? ucp_put_nbx(peer->endpoint(), buffer, bytes, remote, shard.rkey, &param)
+             : ucp_get_nbx(peer->endpoint(), buffer, bytes, remote, shard.rkey, &param);
   return track(req, std::move(c), peer, rank, is_put);
 }
 

@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/directory/shard_ops.hpp"
@@ -24,7 +25,8 @@ namespace larder::ucx {
 
 class UcxShards final : public ShardOps {
  public:
-  // Collective over `comm`: `bytes` zeroed bytes per rank, exchanged with every rank.
+  // Collective over `comm`: `bytes` zeroed bytes per rank, their addresses and keys in the
+  // host's address book (address_book.hpp).
   static Result<std::unique_ptr<UcxShards>> create(MPI_Comm comm, Fabric& fabric,
                                                    std::size_t bytes);
   UcxShards(const UcxShards&) = delete;
@@ -45,16 +47,18 @@ class UcxShards final : public ShardOps {
 
   // Releases the remote keys and the shard (before the fabric closes its endpoints).
   void close() noexcept;
+  // The shards' address book's mapping (shared by the host's ranks).
+  std::size_t book_bytes() const noexcept { return book_.mapped_bytes(); }
 
  private:
   explicit UcxShards(Fabric& fabric) : fabric_(fabric) {}
   struct Remote {
     std::uint64_t base = 0;
-    std::vector<std::byte> packed;
-    ucp_rkey_h rkey = nullptr;  // unpacked on first use (guarded by mu_)
+    ucp_rkey_h rkey = nullptr;
   };
-  // The peer and its shard's key, connecting and unpacking on first use.
-  Status target(int rank, Peer** peer, ucp_rkey_h* rkey);
+  // The peer, its shard's address and key, connecting and unpacking (from the book's record) on
+  // first use.
+  Status target(int rank, Peer** peer, Remote* remote);
   // A get (into `buffer`) or a put (from it) of `bytes` bytes at `disp` in rank's shard.
   Status issue_rma(int rank, std::uint64_t disp, void* buffer, std::size_t bytes, bool is_put);
   Status issue_atomic(int rank, ucp_atomic_op_t op, std::uint64_t disp, const std::uint64_t* arg,
@@ -67,8 +71,9 @@ class UcxShards final : public ShardOps {
   ucp_mem_h memh_ = nullptr;
   void* base_ = nullptr;
   std::size_t bytes_ = 0;
+  AddressBook book_;  // every rank's shard address and packed key (host-shared)
   std::mutex mu_;
-  std::vector<Remote> remotes_;  // index = rank; rkey guarded by mu_
+  std::unordered_map<int, Remote> remotes_;  // the shards used, by rank; guarded by mu_
 };
 
 }  // namespace larder::ucx

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 
 #include "mpi_transport/mpi_job.hpp"
@@ -170,6 +171,7 @@ Status Runtime::init(MPI_Comm comm, Starter starter) {
                   "larder_init may join it only over MPI_COMM_WORLD"
                 : "larder is already initialized"};
   }
+  const auto started = std::chrono::steady_clock::now();
   // The hooks start from the configuration parsed once when the Runtime was built; a program's
   // larder_init reads the environment at that moment (it may have set LARDER_* itself).
   Config config;
@@ -191,6 +193,14 @@ Status Runtime::init(MPI_Comm comm, Starter starter) {
     session = Session::create_mpi(std::move(config), std::move(*job), seams_);
   }
   if (!session.ok()) return session.status();
+  // Larder's own start-up, and MPI's before it (when the hooks started MPI), for the stats.
+  (*session)->stats().add(
+      Counter::startup_larder_ns,
+      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                     std::chrono::steady_clock::now() - started)
+                                     .count()));
+  (*session)->stats().add(Counter::startup_mpi_init_ns,
+                          mpi_init_ns_.load(std::memory_order_relaxed));
   std::shared_ptr<Session> made(std::move(*session));
   {
     std::unique_lock publish(session_mu_);

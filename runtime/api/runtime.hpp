@@ -156,6 +156,11 @@ class Runtime {
   void* ucm_munmap() const noexcept { return ucm_munmap_.load(std::memory_order_acquire); }
   void set_ucm_munmap(void* fn) noexcept { ucm_munmap_.store(fn, std::memory_order_release); }
 
+  // How long MPI_Init took in this process (the hooks time it): the stats' startup.mpi_init_ns.
+  void set_mpi_init_ns(std::uint64_t ns) noexcept {
+    mpi_init_ns_.store(ns, std::memory_order_relaxed);
+  }
+
  private:
   static std::atomic<Runtime*>& slot() noexcept;
   struct Parsed {
@@ -171,6 +176,7 @@ class Runtime {
   const bool requested_;
   std::atomic<Role> role_{Role::kOff};
   std::atomic<bool> intercepting_{false};
+  std::atomic<std::uint64_t> mpi_init_ns_{0};  // relaxed: a statistic
   std::atomic<pid_t> pid_;
 
   std::mutex lifecycle_mu_;              // serialises init and finalize

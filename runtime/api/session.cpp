@@ -305,7 +305,8 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
       });
   s->load_ = std::make_unique<PeerLoad>(s->topology_.size);
   s->build_node_table();
-  if (Status st = mpi.agree(mpi.start(c, s->tiers_, s->load_.get(), seams.ucx_dead_peer));
+  if (Status st = mpi.agree(
+          mpi.start(c, s->tiers_, s->load_.get(), s->job_dir_.shm_job_dir(), seams.ucx_dead_peer));
       !st.ok()) {
     (void)mpi.close();
     return st;

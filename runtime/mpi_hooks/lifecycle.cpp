@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,12 @@ void prepare_agent(Runtime& rt) {
   }
   ::setenv(agent::kEnvName, (*server)->name().c_str(), 1);
   rt.set_agent(std::move(*server));
+}
+
+std::uint64_t elapsed_ns(std::chrono::steady_clock::time_point since) noexcept {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - since)
+          .count());
 }
 
 // Collective over MPI_COMM_WORLD: starts the session on every rank or on none.
@@ -91,7 +98,9 @@ void self_init() {
   Runtime& rt = Runtime::instance();
   MpiLife& life = rt.mpi_life();
   int provided = MPI_THREAD_SINGLE;
+  const auto started = std::chrono::steady_clock::now();
   const int rc = PMPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  rt.set_mpi_init_ns(elapsed_ns(started));
   if (rc != MPI_SUCCESS) {
     LARDER_LOG_ERROR("MPI_Init_thread failed (error {}): the job runs without the cache", rc);
     std::lock_guard lock(life.mu);
@@ -233,7 +242,9 @@ int on_init(int* argc, char*** argv, int required, int* provided, bool thread_va
                             : PMPI_Init(argc, argv);
     }
     int got = MPI_THREAD_SINGLE;
+    const auto started = std::chrono::steady_clock::now();
     const int rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &got);
+    rt.set_mpi_init_ns(elapsed_ns(started));
     if (rc != MPI_SUCCESS) return rc;
     if (provided != nullptr) *provided = got;
     life.pid.store(::getpid());

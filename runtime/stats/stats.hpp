@@ -104,7 +104,9 @@ namespace larder {
   X(fallback_directory, "fallback_causes.directory")                \
   X(fallback_transport, "fallback_causes.transport")                \
   X(fallback_integrity, "fallback_causes.integrity")                \
-  X(fallback_other, "fallback_causes.other")
+  X(fallback_other, "fallback_causes.other")                        \
+  X(startup_larder_ns, "startup.larder_ns")                         \
+  X(startup_mpi_init_ns, "startup.mpi_init_ns")
 
 enum class Counter : int {
 #define LARDER_STATS_ENUM(name, path) name,
