@@ -143,6 +143,11 @@ TEST_F(IntegrityTest, ARemoteReadIntoTheCallersBufferIsChecked) {
   EXPECT_EQ(got, direct) << "rank " << rank();
   const auto stats = finalize();
   EXPECT_GE(u64(stats["integrity"]["mismatches"]), static_cast<std::uint64_t>(size() - 1));
+  // Each rejected copy is a read from the PFS, counted under its cause (the job report's).
+  EXPECT_GE(u64(stats["fallback_causes"]["integrity"]), static_cast<std::uint64_t>(size() - 1));
+  std::uint64_t by_cause = 0;
+  for (const auto& [cause, n] : stats["fallback_causes"].items()) by_cause += u64(n);
+  EXPECT_EQ(by_cause, u64(stats["fallbacks"]));
 }
 
 TEST_F(IntegrityTest, WithVerifyOffNothingIsHashed) {
