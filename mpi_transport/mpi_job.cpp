@@ -309,8 +309,8 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
     total.skew = skew;
   }
   if (parts != nullptr) {
-    JobDetail detail;
-    if (Status s = reduce_detail(*parts, detail); !s.ok()) return s;
+    auto detail = std::make_shared<JobDetail>();
+    if (Status s = reduce_detail(*parts, *detail); !s.ok()) return s;
     if (topology_.rank == 0) total.detail = std::move(detail);
   }
   return total;

@@ -55,11 +55,11 @@ StatsSnapshot Session::local_totals() {
   StatsSnapshot totals = stats_.snapshot();
   totals.ranks = topology_.size;
   const std::int64_t end = unix_now_ns();
-  JobDetail detail;
-  detail.job = job_info(recorder_.start_unix_ns(), end);
-  detail.timeline = timeline_grid(recorder_.start_unix_ns(), end);
-  add_samples(recorder_.timeline().samples(), detail.timeline);
-  detail.files = recorder_.files().lists();
+  auto detail = std::make_shared<JobDetail>();
+  detail->job = job_info(recorder_.start_unix_ns(), end);
+  detail->timeline = timeline_grid(recorder_.start_unix_ns(), end);
+  add_samples(recorder_.timeline().samples(), detail->timeline);
+  detail->files = recorder_.files().lists();
   totals.detail = std::move(detail);
   return totals;
 }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -183,8 +184,10 @@ struct StatsSnapshot {
   std::uint64_t latency_sum_ns = 0;
   std::uint64_t latency_max_ns = 0;
   int ranks = 1;
-  std::optional<Skew> skew;         // set on rank 0 of a job's totals
-  std::optional<JobDetail> detail;  // set on the totals written at finalize
+  std::optional<Skew> skew;  // set on rank 0 of a job's totals
+  // Set on the totals written at finalize; on the heap: a snapshot is copied often (a worker's
+  // flush) and the file lists alone are 38 KiB.
+  std::shared_ptr<JobDetail> detail;
 
   std::uint64_t get(Counter c) const noexcept { return counters[static_cast<int>(c)]; }
   void add(const StatsSnapshot& other) noexcept;

@@ -2,7 +2,7 @@
 256 MiB file MAP_SHARED, read-only, then MAP_PRIVATE and written, and a 1 MiB file with a 1 TiB
 mapping (LMDB's map_size); and a forked worker of each rank maps the big file. Under the
 preload every mapping maps the node's one copy of the file (a node file), so: the bytes equal
-the plain run's, each process's anonymous memory stays within 32 MiB of the plain run's (a
+the plain run's, each process's anonymous memory stays within 32 MiB of the plain run's (48 under ASan; a
 private copy would add 256 MiB per process), workers' too, a private write is seen only by its
 writer, the 1 TiB mapping works, and the node made one node file per file from one PFS read of
 each byte."""
@@ -66,11 +66,15 @@ def main():
               "every rank's MAP_SHARED mapping has the bytes of the plain run")
         # Over the plain run's (the sanitizers' own memory differs between builds): a private
         # copy of the file would add 256 MiB.
+        # Under ASan the instrumented runtime's own allocations and shadow add about 30 MiB per
+        # process to Larder's run (measured: 29-34 MiB), so the bound there is 48 MiB: still far
+        # below the 256 MiB a private copy would add.
+        bound_mib = 48 if args.asan_lib else 32
         base = max(int(p["memory"]["anonymous_kb"]) for p in plain)
         anon = [int(g["memory"]["anonymous_kb"]) - base for g in got]
-        check(all(a < 32 << 10 for a in anon),
-              f"anonymous memory per process within 32 MiB of the plain run's while every rank "
-              f"maps 256 MiB ({anon} kB more)")
+        check(all(a < bound_mib << 10 for a in anon),
+              f"anonymous memory per process within {bound_mib} MiB of the plain run's while every "
+              f"rank maps 256 MiB ({anon} kB more)")
         pss = sum(int(g["memory"]["pss_kb"]) for g in got)
         plain_pss = sum(int(p["memory"]["pss_kb"]) for p in plain)
         print(f"node total (PSS of the {RANKS} ranks): plain {plain_pss >> 10} MiB, "
@@ -92,7 +96,7 @@ def main():
         check(all(w.get("hash") == plain[0]["whole"]["hash"] for w in worker),
               "a forked worker's mapping has the file's bytes")
         extra = [int(w["anonymous_kb"]) - base for w in worker]
-        check(all(a < 32 << 10 for a in extra),
+        check(all(a < bound_mib << 10 for a in extra),
               f"a worker maps the node file too ({extra} kB more anonymous than plain)")
         s = read_stats(stats)
         check(s["node"]["files"] == 2 and s["node"]["file_bytes"] == BIG + SMALL,

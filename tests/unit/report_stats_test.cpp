@@ -221,7 +221,7 @@ TEST(SpreadTest, TheJsonCarriesTheReportsParts) {
   top.pfs_op("/lus/f", 7);
   top.fallback("/lus/g", FallbackCause::kTransport);
   detail.files = top.lists();
-  snap.detail = detail;
+  snap.detail = std::make_shared<JobDetail>(detail);
   const auto j = nlohmann::json::parse(snap.to_json());
   EXPECT_EQ(j["skew"]["bytes_served"]["max_node"], 1);
   EXPECT_EQ(j["skew"]["bytes_served"]["top_ranks"][0]["rank"], 1);
