@@ -11,21 +11,16 @@ namespace {
 constexpr std::array<std::string_view, kFallbackCauses> kCauseNames = {
     "no_room", "changed", "directory", "transport", "integrity", "other"};
 
-bool same_path(const FileEntry& e, std::string_view path) noexcept {
-  const std::size_t n = ::strnlen(e.path, kFilePathBytes);
-  if (path.size() >= kFilePathBytes) {  // stored by its end: compare what was stored
-    FileEntry probe{};
-    set_entry_path(probe, path);
-    return std::strncmp(e.path, probe.path, kFilePathBytes) == 0;
-  }
-  return n == path.size() && std::memcmp(e.path, path.data(), n) == 0;
+// Whether `e` holds the file whose stored path (set_entry_path's form) is `stored`.
+bool holds(const FileEntry& e, const FileEntry& stored) noexcept {
+  return std::strncmp(e.path, stored.path, kFilePathBytes) == 0;
 }
 
 using Measure = std::uint64_t FileEntry::*;
 
 // Space-saving update of one sketch: add `bytes` and `ops` to `path`'s entry, or to a free one,
 // or to the entry smallest by `measure` (which `path` takes over, counts carried: upper bounds).
-void add_to(std::span<FileEntry> sketch, Measure measure, std::string_view path,
+void add_to(std::span<FileEntry> sketch, Measure measure, const FileEntry& file,
             std::uint64_t bytes, std::uint64_t ops) noexcept {
   FileEntry* target = nullptr;
   FileEntry* smallest = nullptr;
@@ -34,7 +29,7 @@ void add_to(std::span<FileEntry> sketch, Measure measure, std::string_view path,
       if (target == nullptr) target = &e;
       continue;
     }
-    if (same_path(e, path)) {
+    if (holds(e, file)) {
       target = &e;
       break;
     }
@@ -43,10 +38,10 @@ void add_to(std::span<FileEntry> sketch, Measure measure, std::string_view path,
   if (target == nullptr) target = smallest;
   if (target == nullptr) return;
   if (target->used == 0) {
-    set_entry_path(*target, path);
+    std::memcpy(target->path, file.path, kFilePathBytes);
     target->used = 1;
-  } else if (!same_path(*target, path)) {  // takes over the smallest: its count is carried
-    set_entry_path(*target, path);
+  } else if (!holds(*target, file)) {  // takes over the smallest: its count is carried
+    std::memcpy(target->path, file.path, kFilePathBytes);
     target->over = target->*measure;
   }
   target->bytes += bytes;
@@ -57,9 +52,8 @@ void merge_top(std::span<FileEntry> into, std::span<const FileEntry> from, Measu
   std::vector<FileEntry> all(into.begin(), into.end());
   for (const FileEntry& f : from) {
     if (f.used == 0) continue;
-    auto same = std::find_if(all.begin(), all.end(), [&](const FileEntry& e) {
-      return e.used != 0 && std::strncmp(e.path, f.path, kFilePathBytes) == 0;
-    });
+    auto same = std::find_if(all.begin(), all.end(),
+                             [&](const FileEntry& e) { return e.used != 0 && holds(e, f); });
     if (same != all.end()) {
       same->bytes += f.bytes;
       same->ops += f.ops;
@@ -107,7 +101,7 @@ void merge_file_lists(FileLists& into, const FileLists& from) noexcept {
     for (FileEntry& e : into.fallbacks) {
       if (e.used == 0) {
         if (free_slot == nullptr) free_slot = &e;
-      } else if (e.cause == f.cause && std::strncmp(e.path, f.path, kFilePathBytes) == 0) {
+      } else if (e.cause == f.cause && holds(e, f)) {
         e.ops += f.ops;
         merged = true;
         break;
@@ -120,24 +114,28 @@ void merge_file_lists(FileLists& into, const FileLists& from) noexcept {
 FileTop::FileTop() noexcept : lists_{} {}
 
 void FileTop::pfs_op(std::string_view path, std::uint64_t bytes) noexcept {
+  FileEntry file{};  // the path in its stored form, made once
+  set_entry_path(file, path);
   std::lock_guard lock(mu_);
-  add_to(lists_.by_bytes, &FileEntry::bytes, path, bytes, 1);
-  add_to(lists_.by_ops, &FileEntry::ops, path, bytes, 1);
+  add_to(lists_.by_bytes, &FileEntry::bytes, file, bytes, 1);
+  add_to(lists_.by_ops, &FileEntry::ops, file, bytes, 1);
 }
 
 void FileTop::fallback(std::string_view path, FallbackCause cause) noexcept {
+  FileEntry file{};
+  set_entry_path(file, path);
   std::lock_guard lock(mu_);
   FileEntry* free_slot = nullptr;
   for (FileEntry& e : lists_.fallbacks) {
     if (e.used == 0) {
       if (free_slot == nullptr) free_slot = &e;
-    } else if (e.cause == static_cast<std::uint32_t>(cause) && same_path(e, path)) {
+    } else if (e.cause == static_cast<std::uint32_t>(cause) && holds(e, file)) {
       ++e.ops;
       return;
     }
   }
   if (free_slot == nullptr) return;  // the first kFallbackFiles files are named; counters count all
-  set_entry_path(*free_slot, path);
+  std::memcpy(free_slot->path, file.path, kFilePathBytes);
   free_slot->cause = static_cast<std::uint32_t>(cause);
   free_slot->used = 1;
   free_slot->ops = 1;
