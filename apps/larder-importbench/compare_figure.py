@@ -2,7 +2,7 @@
 """Larder against what users pick instead for the `import torch` storm (issue 26; as root).
 
 One environment tree (scripts/build-env-tree.py) on an emulated PFS, imported by 1, 2, 4, 8 ranks
-on emulated nodes of 2 ranks, five ways side by side:
+on emulated nodes of 2 ranks, six ways side by side:
 
   plain     every rank imports from its node's PFS mount
   larder    the preload and the loader's audit module (LD_AUDIT), LARDER_PREFIX the tree: the
@@ -14,9 +14,10 @@ on emulated nodes of 2 ranks, five ways side by side:
   tarball   an uncompressed tar of the tree on the PFS; each node unpacks it with `tar -xf`
             read straight from its PFS mount (in 1 MiB records, --tar-blocking) into /dev/shm
             (the time includes the unpacking)
-
-(A sixth way, Larder in a later step of the same job from the kept stores, is not built yet: the
-table names it and gives no figures.)
+  later_step  Larder in a later step of the same allocation: a first step (Larder cold, with
+            LARDER_KEEP set, not measured) keeps what it cached on each node; the page cache is
+            dropped and the measured step imports over the kept stores (the time includes the
+            step's adoption of them; node memory is the kept stores plus what the step adds)
 
 Every emulated node has its own PFS client, as on a cluster: one scripts/pfs/pfs.sh instance per
 node (its own server and client namespaces, shaped link and sshfs mount). Each rank runs through
@@ -35,7 +36,8 @@ fewer when requests sent together share a segment), node memory (see the table's
 gnuplot, a PNG (--png): slowest-rank seconds against ranks, one line per way.
 
     python3 apps/larder-importbench/compare_figure.py --build build/release [--rate 1gbit]
-        [--delay 250us] [--ranks 1,2,4,8] [--ways plain,larder,stage,squashfs,tarball]
+        [--delay 250us] [--ranks 1,2,4,8]
+        [--ways plain,larder,later_step,stage,squashfs,tarball]
         [--tree DIR] [--tar-blocking 2048] [--out FILE.md] [--png FILE.png] [--json FILE.json]
 
 --tree reuses a tree built before (hard-linked into the export) instead of building one. Every
@@ -64,11 +66,10 @@ JOB_TIMEOUT = 1800  # seconds
 # default (20: 10 KiB) costs a round trip per 10 KiB (68 s against 10 s for 791 MB at 1gbit here).
 TAR_BLOCKING = 2048
 
-# The ways, in table order: key, label. "later_step" is the sixth, not built yet (no run).
-WAYS = [("plain", "plain (PFS)"), ("larder", "Larder cold"), ("stage", "larder-stage + import"),
+# The ways, in table order: key, label.
+WAYS = [("plain", "plain (PFS)"), ("larder", "Larder cold"),
+        ("later_step", "Larder in a later job step"), ("stage", "larder-stage + import"),
         ("squashfs", "squashfs image"), ("tarball", "tarball to /dev/shm")]
-LATER_STEP = ("later_step", "Larder in a later job step")
-NOT_YET = "next step: not yet built (kept stores, another issue); no figures"
 
 # Runs one rank's command with its node's directory bound onto the common path, in a private
 # mount namespace: wrap.sh NODE_SIZE SRC_PATTERN COMMON CMD..., SRC_PATTERN's %d the node. The
@@ -269,29 +270,56 @@ class Bench:
     def way_plain(self, n, nodes):
         return 0.0, self.import_job(n, self.pfs_pattern()), 0, ""
 
-    def way_larder(self, n, nodes):
-        shm = os.path.join(self.shm, "larder")
-        os.makedirs(shm)
-        stats = os.path.join(self.work, "larder-stats.json")
+    def larder_env(self, shm, stats, keep=None):
         env = {"LD_PRELOAD": f"{self.args.build}/lib/liblarder_preload.so",
                "LD_AUDIT": f"{self.args.build}/lib/liblarder_audit.so",
                "LARDER_PREFIX": self.tree, "LARDER_NODE_SIZE": str(NODE_SIZE),
                "LARDER_MEM": "4G", "LARDER_LOG": "error", "LARDER_SHM_DIR": shm,
-               "LARDER_STATS": stats}
+               "LARDER_STATS": stats, "LARDER_KEEP": keep or "off"}
+        return env
+
+    def larder_job(self, n, shm, env, stats):
+        """One Larder import job: (slowest import s, peak bytes of Larder's files in shm (kept
+        stores of earlier steps included), note from its stats)."""
+        base = tmpfs_used(self.shm) - du(shm)
+        with PeakSampler(self.shm) as peak:
+            t = self.import_job(n, self.pfs_pattern(), env)
+        with open(stats) as f:
+            s = json.load(f)
+        os.unlink(stats)
+        note = (f"LARDER_STATS: cache.bytes {s['cache']['bytes'] / 1e6:.0f} MB, "
+                f"node.file_bytes {s['node']['file_bytes'] / 1e6:.0f} MB, pfs.bytes_read "
+                f"{s['pfs']['bytes_read'] / 1e6:.0f} MB, kept.bytes_adopted "
+                f"{s['kept']['bytes_adopted'] / 1e6:.0f} MB (job totals)")
+        return t, peak.peak - base, note
+
+    def way_larder(self, n, nodes):
+        shm = os.path.join(self.shm, "larder")
+        os.makedirs(shm)
+        stats = os.path.join(self.work, "larder-stats.json")
         try:
-            base = tmpfs_used(self.shm)
-            with PeakSampler(self.shm) as peak:
-                t = self.import_job(n, self.pfs_pattern(), env)
-            with open(stats) as f:
-                s = json.load(f)
-            note = (f"LARDER_STATS: cache.bytes {s['cache']['bytes'] / 1e6:.0f} MB, "
-                    f"node.file_bytes {s['node']['file_bytes'] / 1e6:.0f} MB, pfs.bytes_read "
-                    f"{s['pfs']['bytes_read'] / 1e6:.0f} MB (job totals)")
-            return 0.0, t, (peak.peak - base) / nodes, note
+            t, mem, note = self.larder_job(n, shm, self.larder_env(shm, stats), stats)
+            return 0.0, t, mem / nodes, note
         finally:
             shutil.rmtree(shm, ignore_errors=True)
-            if os.path.exists(stats):
-                os.unlink(stats)
+
+    # The later step: prepare_ runs before the page cache is dropped and the PFS counters are
+    # read, so only the measured step counts.
+    def prepare_later_step(self, n, nodes):
+        shm = os.path.join(self.shm, "larder")
+        os.makedirs(shm)
+        stats = os.path.join(self.work, "larder-stats.json")
+        self.larder_job(n, shm, self.larder_env(shm, stats, keep="figure"), stats)
+
+    def way_later_step(self, n, nodes):
+        shm = os.path.join(self.shm, "larder")
+        stats = os.path.join(self.work, "larder-stats.json")
+        try:
+            t, mem, note = self.larder_job(n, shm, self.larder_env(shm, stats, keep="figure"),
+                                           stats)
+            return 0.0, t, mem / nodes, note
+        finally:
+            shutil.rmtree(shm, ignore_errors=True)
 
     def way_stage(self, n, nodes):
         dest = os.path.join(self.shm, "stage")
@@ -368,6 +396,9 @@ class Bench:
                 proc.wait()
 
     def measure(self, key, n, nodes):
+        prepare = getattr(self, "prepare_" + key, None)
+        if prepare is not None:
+            prepare(n, nodes)
         drop_caches()
         load = os.getloadavg()[0]
         b0, s0 = self.pfs.counters()
@@ -413,11 +444,12 @@ def table(rows, args, wall):
         lines.append(f"| {r['ranks']} ({r['nodes']}) | {label[r['way']]} | {r['seconds']:.1f} | "
                      f"{r['setup_s']:.1f} | {r['end_to_end_s']:.1f} | {r['pfs_mb']:.0f} | "
                      f"{r['pfs_requests']} | {r['node_mb']:.0f} | {r['load']:.1f} |")
-    # The sixth way's place: Larder in a later step of the job, from the kept stores.
-    lines.append(f"| {ranks_span(rows)} | {LATER_STEP[1]} |" + " — |" * 7)
     lines += [
         "",
-        f"* {LATER_STEP[1]}: {NOT_YET}.",
+        "* Larder in a later job step: the same job run before it in the allocation "
+        "(LARDER_KEEP=figure, not measured) kept what it cached on each node; this step adopts "
+        "it. Its PFS figures are this step's own (stat answers are asked again every step: that "
+        "is what keeps a kept chunk from being stale).",
         "* end to end: from before the setup to mpiexec's exit (launch, interpreter start, "
         "Larder's MPI start and finish included).",
         "* PFS MB: bytes the PFS servers sent (TX of each node's server veth, summed). PFS "
@@ -438,11 +470,6 @@ def table(rows, args, wall):
         "* load: the 1-minute load average before the way (2 cores).",
         f"* Run of {time.strftime('%Y-%m-%d %H:%M')}: {wall / 60:.1f} min in all."]
     return "\n".join(lines) + "\n"
-
-
-def ranks_span(rows):
-    ranks = sorted({r["ranks"] for r in rows})
-    return f"{ranks[0]}–{ranks[-1]}" if len(ranks) > 1 else str(ranks[0])
 
 
 def plot(rows, args, png):
@@ -551,7 +578,6 @@ def run(args):
                     f"{r['pfs_requests']} requests, node {r['node_mb']:.0f} MB, load "
                     f"{r['load']:.1f}" + (f"; {r['note']}" if r["note"] else ""))
                 rows.append(r)
-        log(f"{LATER_STEP[1]}: {NOT_YET}")
     finally:
         log("cleaning up...")
         cleanup(work, shm, pfs, bench)
@@ -574,7 +600,7 @@ def main():
     ap.add_argument("--delay", help="one-way PFS latency (pfs.sh --delay), e.g. 250us")
     ap.add_argument("--ranks", default="1,2,4,8", help="rank counts, comma-separated")
     ap.add_argument("--ways", default=",".join(k for k, _ in WAYS),
-                    help="which ways, comma-separated (default: all five)")
+                    help="which ways, comma-separated (default: all six)")
     ap.add_argument("--tree", help="an environment tree built before (build-env-tree.py)")
     ap.add_argument("--tar-blocking", type=int, default=TAR_BLOCKING,
                     help="tar's blocking factor for the unpacking (512-byte blocks per read)")

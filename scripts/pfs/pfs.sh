@@ -11,6 +11,10 @@
 # client whose metadata request costs about 0.5 ms (published figures are 0.2-1 ms). The delay is
 # added by delay_relay (beside this script, built with cc into the instance's state), ssh's
 # ProxyCommand in the client's namespace: this kernel has no netem qdisc.
+# noforget: a file keeps its inode number for the mount's life, as on a parallel file system's
+# client. sftp carries no inode numbers, so sshfs numbers files itself, and without noforget it
+# numbers them again once the kernel forgets them (drop_caches, memory pressure): a file's
+# version (inode, size, times) would change between two job steps that never touched it.
 #
 #   pfs.sh up --export DIR --mount MNT --rate 200mbit [--delay 250us] [--client-netns NS]
 #                           prints the id
@@ -182,7 +186,7 @@ EOF
   nsenter --net="/run/netns/$cli" sshfs "root@$SERVER_IP:$export_dir" "$mnt" \
     -o "IdentityFile=$dir/id_ed25519,StrictHostKeyChecking=no,UserKnownHostsFile=/dev/null" \
     -o "LogLevel=ERROR,Ciphers=aes128-gcm@openssh.com,Compression=no" \
-    -o "direct_io,dir_cache=no,ro" "${proxy[@]}" </dev/null >/dev/null 3>&- 2>>"$dir/sshfs.log" ||
+    -o "direct_io,dir_cache=no,noforget,ro" "${proxy[@]}" </dev/null >/dev/null 3>&- 2>>"$dir/sshfs.log" ||
     { log "sshfs failed: $(tail -3 "$dir/sshfs.log")"; false; }
   echo "$rate" >"$dir/rate"
   echo "${delay:-0}" >"$dir/delay"
