@@ -134,6 +134,7 @@ DETAIL_GROUPS = (
         ("kept.bytes_adopted", "bytes an earlier step kept, used instead of the PFS"),
         ("kept.chunks_adopted", "their chunks"),
         ("kept.files_adopted", "kept files a node took over"),
+        ("kept.node_files", "node files that are a kept file, not a copy"),
         ("kept.bytes_kept", "bytes left on the nodes for later steps"),
         ("kept.bytes_evicted", "kept bytes evicted"),
         ("kept.bytes_dropped_changed", "kept bytes dropped: their file changed"),

@@ -314,19 +314,29 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   return l;
 }
 
-std::span<std::byte> Cache::own_bytes(const ChunkRecord& record) const {
+const Arena* Cache::own_holder(const ChunkRecord& record) const {
   const Arena* holder = nullptr;
   if (record.tier == Tier::kFile) {
     holder = segments_ != nullptr ? segments_->find(record.segment) : nullptr;
   } else {
     holder = tiers_.get(record.tier);
   }
-  if (holder == nullptr || record.offset + record.length > holder->capacity()) return {};
+  if (holder == nullptr || record.offset + record.length > holder->capacity()) return nullptr;
+  return holder;
+}
+
+std::span<std::byte> Cache::own_bytes(const ChunkRecord& record) const {
+  const Arena* holder = own_holder(record);
+  if (holder == nullptr) return {};
   return {holder->data() + record.offset, record.length};
 }
 
 std::span<const std::byte> Cache::node_bytes(const ChunkRecord& record) {
-  if (record.owner == topology_.rank) return own_bytes(record);
+  if (record.owner == topology_.rank) {
+    const Arena* holder = own_holder(record);  // read through its read-only view, if it has one
+    if (holder == nullptr) return {};
+    return {holder->view() + record.offset, record.length};
+  }
   if (!on_this_node(record.owner)) return {};
   auto mapped = peers_->get(record.owner, record.tier, record.segment);
   if (!mapped.ok()) {

@@ -170,9 +170,10 @@ class Cache {
   // placed in its arenas and segments into the kept store for step `job`, with its index.
   // Returns the bytes kept.
   Result<std::uint64_t> keep_step(const std::string& job);
-  // At the step's start (before any read): this rank's share of the chunks its node kept as
-  // their origin, checked and published under kept_key(), so a node without a copy gets them
-  // from here instead of the PFS. Returns how many were published.
+  // At the step's start (before any read), in a job of more than one node: this rank's share of
+  // the chunks its node kept as their origin, published under kept_key(), so a node without a
+  // copy gets them from here instead of the PFS (and checks them on arrival). Returns how many
+  // were published.
   std::uint64_t publish_kept();
 
  private:
@@ -320,6 +321,7 @@ class Cache {
   // The bytes of a chunk held on this node (own arena or segment, a node peer's), or empty.
   std::span<const std::byte> node_bytes(const ChunkRecord& record);
   // The bytes of `record`, a place in this rank's own arena or segment; empty when there is none.
+  const Arena* own_holder(const ChunkRecord& record) const;
   std::span<std::byte> own_bytes(const ChunkRecord& record) const;
 
   // produced files (cache_produce.cpp)
@@ -389,6 +391,8 @@ class Cache {
   void record_placed(const Key& key, const ChunkRecord& record, bool origin = false);
   bool kept_elsewhere(const Key& key, std::uint64_t version, std::uint64_t length,
                       ChunkRecord* out);
+  // A node file an earlier step kept whole becomes this step's node file `name` in place.
+  bool kept_node_file(const CachedFile& file, const std::string& name);
 
   bool memo_find(const Key& key, Payload* out);
   void memo_put(const Key& key, const Payload& payload);

@@ -102,6 +102,9 @@ Result<std::string> Cache::node_file_made(const CachedFile& file, const std::str
 }
 
 Status Cache::build_node_file(const CachedFile& file, const std::string& name) {
+  // Kept whole by an earlier step: that copy is the node file (its bytes count against the
+  // budget already).
+  if (kept_node_file(file, name)) return {};
   Arena* budget = tiers_.get(Tier::kMem);
   if (budget == nullptr) return {Errc::kUnavailable, 0, "no memory tier"};
   if (auto r = budget->reserve(file.size); !r.ok()) return r.status();

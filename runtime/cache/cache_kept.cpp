@@ -3,11 +3,16 @@
 // resolves them for the node, after their file version and content hash are checked; kept files
 // this step does not use, evicted when the step needs their room; and, at the step's end, what
 // this rank placed in its arenas and segments, kept for the next step.
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstring>
 
 #include "runtime/cache/cache.hpp"
 #include "runtime/cache/cache_resolve.hpp"
+#include "runtime/chunk/chunk_math.hpp"
 #include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
 
 namespace larder {
 
@@ -286,12 +291,63 @@ bool Cache::kept_elsewhere(const Key& key, std::uint64_t version, std::uint64_t 
       record.version != version) {
     return false;
   }
+  // This node's own kept copy is adopt_kept's, checked there at first use: here it is one that
+  // failed that check (or was evicted), published unchecked at the step's start. Bytes from
+  // another node are checked on arrival; bytes of this node would not be.
+  if (on_this_node(record.owner)) return false;
   *out = record;
   return true;
 }
 
+bool Cache::kept_node_file(const CachedFile& file, const std::string& name) {
+  if (kept_ == nullptr || closing() || file.size == 0 || file.version == 0) return false;
+  const KeptRecord* first = kept_->find(chunk_key(file.id, 0));
+  if (first == nullptr || first->version != file.version || first->offset != 0) return false;
+  const std::uint32_t n = first->file;
+  const KeptStore::File& kept = kept_->file(n);
+  // Node files live in memory, beside the kept memory files (a link cannot cross file systems).
+  if (kept.disk) return false;
+  struct stat st {};
+  if (sys::stat(kept.path.c_str(), &st) != 0 ||
+      static_cast<std::uint64_t>(st.st_size) != file.size) {
+    return false;  // the kept file holds more than this file (an arena) or is gone
+  }
+  // Every chunk of this version at its own offset of that one kept file...
+  const ChunkGeometry geometry{file.size, config_.chunk_size};
+  for (std::uint64_t index = 0; index < geometry.chunk_count(); ++index) {
+    const KeptRecord* r = kept_->find(chunk_key(file.id, index));
+    if (r == nullptr || r->file != n || r->version != file.version ||
+        r->offset != index * config_.chunk_size || r->length != geometry.chunk_length(index)) {
+      return false;
+    }
+  }
+  // ...and this step's record of each chunk is that kept copy, adopted and checked (by this rank
+  // or by the node's rank that resolved the chunk first). Otherwise the node file is built as
+  // usual, from whatever the chunks' records are.
+  for (std::uint64_t index = 0; index < geometry.chunk_count(); ++index) {
+    auto located = locate(file, index, nullptr);
+    if (!located.ok() || located->source != Source::kCache) return false;
+    const ChunkRecord& r = located->record;
+    if (r.tier != Tier::kFile || (r.segment & Segments::kKeptSegment) == 0 ||
+        (r.segment & Segments::kDiskSegment) != 0 || (r.segment & Segments::kKeptNumberMask) != n ||
+        !on_this_node(r.owner) || r.offset != index * config_.chunk_size) {
+      return false;
+    }
+  }
+  if (sys::link(kept.path.c_str(), name.c_str()) != 0 && errno != EEXIST) {
+    LARDER_LOG_LIMITED(kInfo, "kept file {} cannot be the node file of {}: {}", kept.path,
+                       file.path, std::strerror(errno));
+    return false;
+  }
+  stats_.add(Counter::node_files);
+  stats_.add(Counter::node_file_bytes, file.size);
+  stats_.add(Counter::kept_node_files);
+  return true;
+}
+
 std::uint64_t Cache::publish_kept() {
-  if (kept_ == nullptr || closing()) return 0;
+  // One node: no other node to serve.
+  if (kept_ == nullptr || closing() || nodes_ <= 1) return 0;
   // The node's ranks share the work: slot i goes to the node's rank i mod (ranks on the node).
   const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
   std::uint64_t ranks = 0;
@@ -337,10 +393,8 @@ std::uint64_t Cache::publish_kept() {
     record.length = r.length;
     record.version = r.version;
     record.hash = r.hash;
-    // Checked before any node is served from it (the nodes that copy it check it again).
-    const std::span<const std::byte> bytes = node_bytes(record);
-    if (bytes.size() != r.length || !verified(bytes, r.hash, record.owner, "a kept store"))
-      continue;
+    // Not hashed here: the node that copies it checks it on arrival (and this node, at its
+    // first use in the step). Hashing every kept chunk here took most of a warm step's start.
     const Key key{r.word, r.check, r.home};
     lookups.push_back(Lookup{kept_key(key, r.version), kClaimIt});
     records.push_back(record);

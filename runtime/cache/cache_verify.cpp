@@ -1,9 +1,14 @@
 // Every chunk checked (cache.hpp): content hashes made where bytes enter the cache, checked where
 // they enter a node. docs/architecture.md, "Content hashes", has the hops and the boundary.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdint>
 
 #include "runtime/cache/cache.hpp"
 #include "runtime/common/log.hpp"
+#include "runtime/common/sys.hpp"
 
 namespace larder {
 
@@ -18,6 +23,22 @@ std::uint64_t ns_since(std::chrono::steady_clock::time_point start) {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count());
+}
+
+// Maps the pages of `bytes` into this process before they are hashed: one call (Linux 5.14's
+// MADV_POPULATE_READ) instead of a page fault every 16 pages. Bytes checked are mostly read for
+// the first time here (a kept file adopted in this step, a peer's arena); checking a kept step's
+// 490 MB of shared objects took 1.4 s with the faults and 0.4 s populated first on this machine.
+// Advice only: where the kernel refuses (EINVAL before 5.14), the hash takes the faults instead.
+void populate(std::span<const std::byte> bytes) {
+  static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  if (bytes.empty() || page == 0) return;
+  const auto first = reinterpret_cast<std::uintptr_t>(bytes.data()) & ~(page - 1);
+  const auto end = reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size();
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): the page-aligned start of `bytes`
+  if (sys::madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_READ) != 0) {
+    return;  // advice refused: nothing lost but the time
+  }
 }
 
 }  // namespace
@@ -46,6 +67,7 @@ bool Cache::verified(std::span<const std::byte> bytes, std::uint64_t expected, i
                      const char* hop) {
   if (!config_.verify || expected == 0) return true;
   const auto start = std::chrono::steady_clock::now();
+  populate(bytes);
   const std::uint64_t h = content_hash(bytes.data(), bytes.size());
   stats_.add(Counter::integrity_checked);
   stats_.add(Counter::integrity_bytes_hashed, bytes.size());

@@ -85,6 +85,7 @@ namespace larder {
   X(kept_bytes_adopted, "kept.bytes_adopted")                       \
   X(kept_chunks_adopted, "kept.chunks_adopted")                     \
   X(kept_files_adopted, "kept.files_adopted")                       \
+  X(kept_node_files, "kept.node_files")                             \
   X(kept_bytes_evicted, "kept.bytes_evicted")                       \
   X(kept_bytes_dropped_changed, "kept.bytes_dropped_changed")       \
   X(kept_bytes_dropped_unfinished, "kept.bytes_dropped_unfinished") \

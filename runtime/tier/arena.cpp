@@ -32,6 +32,10 @@ Arena::~Arena() {
   if (base_ != nullptr && capacity_ > 0 && sys::munmap(base_, capacity_) != 0) {
     LARDER_LOG_WARN("munmap of arena {} failed: {}", path_, log::errno_text(errno));
   }
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): munmap takes a non-const pointer
+  if (view_ != nullptr && sys::munmap(const_cast<std::byte*>(view_), capacity_) != 0) {
+    LARDER_LOG_WARN("munmap of arena {} failed: {}", path_, log::errno_text(errno));
+  }
 }
 
 Result<std::unique_ptr<Arena>> Arena::create(const std::string& path, std::uint64_t capacity) {
@@ -101,7 +105,7 @@ Result<std::unique_ptr<Arena>> Arena::create_file(const std::string& path, std::
   return arena;
 }
 
-Result<std::unique_ptr<Arena>> Arena::adopt_file(const std::string& path) {
+Result<std::unique_ptr<Arena>> Arena::adopt_file(const std::string& path, bool read_view) {
   UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return from_errno(errno, "cannot open " + path);
   struct stat st {};
@@ -119,6 +123,11 @@ Result<std::unique_ptr<Arena>> Arena::adopt_file(const std::string& path) {
   }
   auto arena = std::unique_ptr<Arena>(new Arena(path, std::move(fd), base, size, true));
   arena->next_.store(size, std::memory_order_relaxed);
+  if (read_view && size > 0) {
+    void* p = sys::mmap(nullptr, size, PROT_READ, MAP_SHARED, arena->fd_.get(), 0);
+    if (p == MAP_FAILED) return from_errno(errno, "cannot map " + path);
+    arena->view_ = static_cast<const std::byte*>(p);
+  }
   return arena;
 }
 

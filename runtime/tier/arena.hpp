@@ -36,7 +36,9 @@ class Arena {
   // read-write: a segment (segments.hpp). Nothing is allocated from it: its owner writes it whole.
   static Result<std::unique_ptr<Arena>> create_file(const std::string& path, std::uint64_t size);
   // An existing file of this user (mode 0600 or stricter), mapped read-write at its size now.
-  static Result<std::unique_ptr<Arena>> adopt_file(const std::string& path);
+  // With `read_view`, also mapped read-only for this process's own reads (view()): a file taken
+  // over whole, which nobody writes again (a kept file).
+  static Result<std::unique_ptr<Arena>> adopt_file(const std::string& path, bool read_view = false);
 
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
@@ -60,6 +62,13 @@ class Arena {
   std::uint64_t limit() const noexcept { return limit_.load(std::memory_order_relaxed); }
 
   std::byte* data() const noexcept { return base_; }
+  // Where this process reads the bytes: the read-only mapping of a file adopted with
+  // `read_view`, otherwise data(). Reading pages for the first time through a read-only mapping
+  // lets the kernel map them 16 at a time (fault-around); through a shared writable mapping it
+  // maps one page per fault. Checking a kept step's 490 MB of shared objects took 2.6 s through
+  // the writable mapping here and 0.4 s through a read-only one. The writable mapping stays for
+  // the transport, whose RDMA registration needs it (ibv_reg_mr fails on read-only pages).
+  const std::byte* view() const noexcept { return view_ != nullptr ? view_ : base_; }
   std::uint64_t capacity() const noexcept { return capacity_; }
   std::uint64_t used() const noexcept { return next_.load(std::memory_order_relaxed); }
   const std::string& path() const noexcept { return path_; }
@@ -73,6 +82,7 @@ class Arena {
   std::string path_;
   UniqueFd fd_;
   std::byte* base_ = nullptr;
+  const std::byte* view_ = nullptr;  // adopt_file's read-only mapping, or none
   std::uint64_t capacity_ = 0;
   bool writable_ = false;
   std::atomic<std::uint64_t> limit_{0};  // relaxed: a budget, read before each reservation

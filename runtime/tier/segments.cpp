@@ -47,7 +47,7 @@ Result<Segments::Made> Segments::link_kept(const std::string& kept, bool disk,
   if (sys::link(kept.c_str(), name.c_str()) != 0) {
     return from_errno(errno, "cannot link kept file " + kept);
   }
-  auto mapped = Arena::adopt_file(name);
+  auto mapped = Arena::adopt_file(name, /*read_view=*/true);
   if (!mapped.ok()) {
     sys::unlink(name.c_str());
     return mapped.status();

@@ -32,19 +32,21 @@ rank = int(os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', '0'
 lines = []
 for data in dirs:
   for name in sorted(os.listdir(data)):
+    if name.endswith('.so'):
+        continue  # only mapped, below
     path = os.path.join(data, name)
     try:
         with open(path, 'rb') as f:
             lines.append(name + ' ' + hashlib.sha1(f.read()).hexdigest())
     except OSError as e:
         lines.append(name + ' ' + errno.errorcode[e.errno])
-  for name in ('gone.bin', 'mapped.bin'):
+  for name in ('gone.bin', 'mapped.bin', 'lib.so'):
     path = os.path.join(data, name)
     try:
         with open(path, 'rb') as f:
-            if name == 'mapped.bin':
+            if name in ('mapped.bin', 'lib.so'):
                 with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
-                    lines.append('map ' + hashlib.sha1(m[:]).hexdigest())
+                    lines.append('map ' + name + ' ' + hashlib.sha1(m[:]).hexdigest())
             else:
                 lines.append(name + ' ' + hashlib.sha1(f.read()).hexdigest())
     except OSError as e:
@@ -65,22 +67,29 @@ def make_tree(data):
         f.write(os.urandom(100000))
     with open(os.path.join(data, "mapped.bin"), "wb") as f:
         f.write(os.urandom(5 * CHUNK + 99))
+    # Only mapped, never read first (as the loader maps a shared object): its node file holds
+    # its chunks as loaded, so a later step can take the kept node file whole.
+    with open(os.path.join(data, "lib.so"), "wb") as f:
+        f.write(os.urandom(4 * CHUNK + 4321))
 
 
 def expected(dirs):
     lines = []
     for data in dirs:
         for name in sorted(os.listdir(data)):
+            if name.endswith(".so"):
+                continue
             with open(os.path.join(data, name), "rb") as f:
                 lines.append(name + " " + hashlib.sha1(f.read()).hexdigest())
-        for name in ("gone.bin", "mapped.bin"):
+        for name in ("gone.bin", "mapped.bin", "lib.so"):
             path = os.path.join(data, name)
             if not os.path.exists(path):
                 lines.append(name + " ENOENT")
                 continue
             with open(path, "rb") as f:
                 digest = hashlib.sha1(f.read()).hexdigest()
-            lines.append(("map " if name == "mapped.bin" else name + " ") + digest)
+            mapped = name in ("mapped.bin", "lib.so")
+            lines.append(("map " if mapped else "") + name + " " + digest)
     return "\n".join(lines) + "\n"
 
 
@@ -147,6 +156,11 @@ def main():
         s = steps.run("step 2 (warm)", named)
         check(s["pfs"]["bytes_read"] == 0, "step 2 read no byte from the PFS")
         check(s["kept"]["bytes_adopted"] > 0, "step 2 adopted kept chunks")
+        # lib.so's node file on each of the 2 nodes is the file step 1 kept, linked, not a copy of
+        # its chunks (mapped.bin's chunks were read into the arenas before it was mapped: its
+        # node file is made again from them).
+        check(s["kept"]["node_files"] == 2,
+              f"step 2's node files of lib.so are the kept files ({s['kept']['node_files']})")
 
         # A file rewritten in place (same size, new bytes, new mtime) and a removed one.
         changed = os.path.join(job.data, "f07.bin")
