@@ -48,6 +48,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -164,6 +165,46 @@ class Pfs:
 
     def mount(self, k):
         return os.path.join(self.mnt_root, f"node{k}")
+
+    def number_inodes(self, nodes):
+        """Gives every file the same inode number through every node's mount, as a parallel file
+        system's clients do. sftp carries no inode numbers: sshfs numbers files in the order it
+        first looks them up (and keeps the numbers: pfs.sh mounts with noforget). Looking up the
+        whole export in one order on every mount, before anything else, numbers them alike; a
+        file's version (inode, size, times) is then the same on every node, which a later job
+        step's use of another node's kept copy needs. Returns how many files were looked up."""
+        def walk(root):
+            n = 0
+            stack = [root]
+            while stack:
+                d = stack.pop()
+                for name in sorted(os.listdir(d)):
+                    path = os.path.join(d, name)
+                    st = os.lstat(path)
+                    n += 1
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(path)
+            return n
+
+        counts = [0] * nodes
+        def run(k):
+            counts[k] = walk(self.mount(k))
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(nodes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        # Checked on a sample: the same numbers everywhere, or the run says so.
+        sample = []
+        for dirpath, _, files in os.walk(os.path.join(self.mount(0), "env")):
+            sample += [os.path.relpath(os.path.join(dirpath, f), self.mount(0)) for f in files[:2]]
+            if len(sample) >= 50:
+                break
+        for rel in sample:
+            inos = {os.lstat(os.path.join(self.mount(k), rel)).st_ino for k in range(nodes)}
+            if len(inos) != 1:
+                raise RuntimeError(f"{rel} has inode numbers {sorted(inos)} on the nodes' mounts")
+        return counts[0]
 
     def down(self):
         while self.ids:  # the reverse order: the first instance may own /run/sshd
@@ -563,6 +604,8 @@ def run(args):
         prepare_export(args, export, ways)
         pfs = Pfs(export, os.path.join(work, "mnt"), args.rate, args.delay)
         pfs.up(max_nodes)
+        n = pfs.number_inodes(max_nodes)
+        log(f"every file has one inode number on all {max_nodes} nodes' mounts ({n} looked up)")
         rtt = stat_round_trip(pfs.mount(0))
         args.rtt = f"{rtt[0] * 1e3:.2f} ms median, {rtt[1] * 1e3:.2f} ms 90th percentile"
         log(f"a stat() through node 0's PFS mount: {args.rtt} (load {os.getloadavg()[0]:.1f})")

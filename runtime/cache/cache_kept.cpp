@@ -357,7 +357,7 @@ std::uint64_t Cache::publish_kept() {
     if (r == topology_.rank) mine = ranks;
     ++ranks;
   }
-  const std::span<const KeptRecord> slots = kept_->slots();
+  const std::span<const KeptRecord> slots = kept_->records();
   std::uint64_t published = 0;
   constexpr std::size_t kBatch = 4096;
   std::vector<Lookup> lookups;

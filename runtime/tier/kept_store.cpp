@@ -12,8 +12,10 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <limits>
+#include <memory>
+#include <span>
 #include <string_view>
-#include <unordered_map>
 
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
@@ -24,7 +26,7 @@ namespace larder {
 namespace {
 
 constexpr char kIndexMagic[8] = {'L', 'R', 'D', 'K', 'I', 'D', 'X', '1'};
-constexpr char kTableMagic[8] = {'L', 'R', 'D', 'K', 'T', 'A', 'B', '1'};
+constexpr char kTableMagic[8] = {'L', 'R', 'D', 'K', 'T', 'A', 'B', '2'};
 
 struct IndexHeader {
   char magic[8];
@@ -34,6 +36,9 @@ struct IndexHeader {
   std::uint64_t body_hash = 0;  // XXH3-64 of everything after the header
 };
 
+// The table a step maps (KeptStore::open): this header; `capacity` (a power of two, at least
+// twice `count`) 32-bit slots, each 0 (empty) or 1 + the index of a record; the `count` records,
+// dense; the files and their names.
 struct TableHeader {
   char magic[8];
   std::uint64_t capacity = 0;
@@ -145,7 +150,7 @@ struct Step {
     std::int64_t used_ns = 0;
   };
   std::vector<FileSeen> files;
-  std::vector<std::pair<std::size_t, KeptRecord>> records;  // (file in `files`, record)
+  std::vector<KeptRecord> records;  // `file`: the index in `files`
 };
 
 // Reads one index file into `step`; false when it is not whole (the step is then dropped).
@@ -153,13 +158,15 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
   struct stat st {};
   UniqueFd fd = open_own(path, O_RDONLY, &st);
   if (!fd.valid() || st.st_size < static_cast<off_t>(sizeof(IndexHeader))) return false;
-  std::vector<std::byte> bytes(static_cast<std::size_t>(st.st_size));
-  if (sys::pread_full(fd.get(), bytes.data(), bytes.size(), 0) != st.st_size) return false;
+  // Not zeroed first: the read fills it (an ImageNet-sized index is 82 MB).
+  const auto size = static_cast<std::size_t>(st.st_size);
+  const auto bytes = std::make_unique_for_overwrite<std::byte[]>(size);
+  if (sys::pread_full(fd.get(), bytes.get(), size, 0) != st.st_size) return false;
   IndexHeader h;
-  std::memcpy(&h, bytes.data(), sizeof h);
+  std::memcpy(&h, bytes.get(), sizeof h);
   if (std::memcmp(h.magic, kIndexMagic, sizeof h.magic) != 0) return false;
-  const std::byte* body = bytes.data() + sizeof h;
-  const std::size_t body_size = bytes.size() - sizeof h;
+  const std::byte* body = bytes.get() + sizeof h;
+  const std::size_t body_size = size - sizeof h;
   if (XXH3_64bits(body, body_size) != h.body_hash) return false;
   std::size_t at = 0;
   const std::size_t first = step.files.size();
@@ -194,20 +201,33 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
     KeptRecord r;
     std::memcpy(&r, body + at + i * sizeof(KeptRecord), sizeof r);
     if (r.file >= h.files || r.word == 0) return false;
-    step.records.emplace_back(first + r.file, r);
+    r.file += static_cast<std::uint32_t>(first);
+    step.records.push_back(r);
   }
   return true;
 }
 
-struct KeyOf {
-  std::uint64_t word;
-  std::uint64_t check;
-  bool operator==(const KeyOf&) const = default;
-};
-struct KeyOfHash {
-  // The word is already an XXH3 hash.
-  std::size_t operator()(const KeyOf& k) const noexcept { return static_cast<std::size_t>(k.word); }
-};
+// Open addressing over 32-bit slots (0: empty, else 1 + an index into `records`), keyed by
+// the records' words (already XXH3 hashes): the step's lookup table, and prepare()'s set of live
+// keys. Capacity: a power of two, at least twice the records.
+std::uint64_t table_capacity(std::uint64_t records) {
+  std::uint64_t capacity = 64;
+  while (capacity < 2 * records) capacity *= 2;
+  return capacity;
+}
+
+// The slot of `word`/`check` in `slots`: its record's, or the empty one where it would go.
+template <class RecordAt>
+std::uint64_t slot_of(std::span<const std::uint32_t> slots, std::uint64_t word, std::uint64_t check,
+                      const RecordAt& record_at) {
+  const std::uint64_t mask = slots.size() - 1;
+  for (std::uint64_t i = word & mask;; i = (i + 1) & mask) {
+    const std::uint32_t at = slots[i];
+    if (at == 0) return i;
+    const KeptRecord& r = record_at(at - 1);
+    if (r.word == word && r.check == check) return i;
+  }
+}
 
 // Removes other stores of this user that nobody uses: other allocations' (when this store is an
 // allocation's) and any unused for `ttl`.
@@ -338,26 +358,41 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   std::sort(steps.begin(), steps.end(),
             [](const Step& a, const Step& b) { return a.completed_ns > b.completed_ns; });
 
-  // Every key once, from the newest step that holds it in a usable file.
-  struct Live {
-    std::size_t step;
-    std::size_t file;
-    KeptRecord record;
-  };
-  std::unordered_map<KeyOf, Live, KeyOfHash> live;
+  // Every key once, from the newest step that holds it in a usable file: `live` holds those
+  // records (their `segment` field: the step), found through `seen` (open addressing).
+  std::uint64_t total = 0;
+  for (const Step& step : steps) total += step.records.size();
+  if (total >= std::numeric_limits<std::uint32_t>::max() / 2) {
+    return Status(Errc::kNoSpace, 0, "a kept store of more than 2^31 records");
+  }
+  std::vector<KeptRecord> live;
+  live.reserve(total);
+  std::vector<std::uint32_t> seen(table_capacity(total), 0);
+  const auto live_at = [&live](std::uint32_t i) -> const KeptRecord& { return live[i]; };
   std::vector<std::vector<std::uint64_t>> live_count(steps.size());
+  const std::uint64_t seen_mask = seen.size() - 1;
   for (std::size_t s = 0; s < steps.size(); ++s) {
     live_count[s].assign(steps[s].files.size(), 0);
-    for (const auto& [f, r] : steps[s].records) {
-      if (!steps[s].files[f].usable) continue;
-      auto [it, fresh] = live.emplace(KeyOf{r.word, r.check}, Live{s, f, r});
-      if (fresh) {
-        ++live_count[s][f];
-      } else if (it->second.record.version == r.version) {
+    const std::vector<KeptRecord>& records = steps[s].records;
+    for (std::size_t j = 0; j < records.size(); ++j) {
+      // The slots are visited in the words' (random) order: ask for a later one's line now.
+      constexpr std::size_t kAhead = 16;
+      if (j + kAhead < records.size())
+        __builtin_prefetch(&seen[records[j + kAhead].word & seen_mask]);
+      KeptRecord r = records[j];
+      if (!steps[s].files[r.file].usable) continue;
+      const std::uint64_t i = slot_of(seen, r.word, r.check, live_at);
+      if (seen[i] == 0) {
+        r.segment = static_cast<std::uint32_t>(s);
+        live.push_back(r);
+        seen[i] = static_cast<std::uint32_t>(live.size());
+        ++live_count[s][r.file];
+      } else if (KeptRecord& newer = live[seen[i] - 1]; newer.version == r.version) {
         // This node was the chunk's origin in an older step: it still publishes it at a start.
-        it->second.record.flags |= r.flags & KeptRecord::kOrigin;
+        newer.flags |= r.flags & KeptRecord::kOrigin;
       }
     }
+    std::vector<KeptRecord>().swap(steps[s].records);  // read; its memory goes back now
   }
   // Files nothing needs (a newer step holds every key of theirs) go; then the least recently
   // used until each tier is within its budget.
@@ -366,7 +401,9 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     std::size_t file;
   };
   std::vector<Candidate> kept;
+  bool dropped_live = false;  // a file some live record names went: the table is built again
   auto drop_file = [&](std::size_t s, std::size_t f) {
+    dropped_live = dropped_live || live_count[s][f] > 0;
     Step::FileSeen& file = steps[s].files[f];
     out.evicted_bytes += file.bytes;
     evict(File{file.path, file.disk, file.bytes});
@@ -417,23 +454,30 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     number[c.step][c.file] = static_cast<std::uint32_t>(files.size());
     files.push_back(&file);
   }
+  // The records of the files that stay, renumbered, packed in place; then their slots. When
+  // every live record stays (no trimming), the slots found them are the table as they are.
   std::uint64_t count = 0;
-  for (const auto& [k, l] : live) count += number[l.step][l.file] != ~0u ? 1 : 0;
-  std::uint64_t capacity = 64;
-  while (capacity < 2 * count) capacity *= 2;
-  std::vector<KeptRecord> slots(capacity);
-  for (const auto& [k, l] : live) {
-    const std::uint32_t n = number[l.step][l.file];
+  for (const KeptRecord& r : live) {
+    const std::uint32_t n = number[r.segment][r.file];
     if (n == ~0u) continue;
-    KeptRecord r = l.record;
-    r.file = n;
-    for (std::uint64_t i = r.word & (capacity - 1);; i = (i + 1) & (capacity - 1)) {
-      if (slots[i].word == 0) {
-        slots[i] = r;
-        break;
-      }
+    KeptRecord& kept_record = live[count++];
+    kept_record = r;
+    kept_record.file = n;
+    kept_record.segment = 0;
+  }
+  live.resize(count);
+  std::vector<std::uint32_t> slots;
+  if (!dropped_live) {
+    slots.swap(seen);
+  } else {
+    std::vector<std::uint32_t>().swap(seen);
+    slots.assign(table_capacity(count), 0);
+    for (std::uint64_t i = 0; i < count; ++i) {
+      slots[slot_of(slots, live[i].word, live[i].check, live_at)] =
+          static_cast<std::uint32_t>(i + 1);
     }
   }
+  const std::uint64_t capacity = slots.size();
   TableHeader h;
   std::memcpy(h.magic, kTableMagic, sizeof h.magic);
   h.capacity = capacity;
@@ -454,16 +498,20 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     const auto* p = reinterpret_cast<const std::byte*>(f->path.data());
     tail.insert(tail.end(), p, p + f->path.size());
   }
-  // Written in three pieces (the slots straight from their array), under a temporary name.
+  // Written in four pieces (slots and records straight from their arrays), under a temporary
+  // name.
   const std::string path = root + "/table-" + job;
   const std::string tmp = path + ".tmp";
   {
     UniqueFd fd(
         sys::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return from_errno(errno, "cannot create " + tmp);
-    const std::size_t slot_bytes = slots.size() * sizeof(KeptRecord);
+    const std::size_t slot_bytes = slots.size() * sizeof(std::uint32_t);
+    const std::size_t record_bytes = live.size() * sizeof(KeptRecord);
     if (sys::write_full(fd.get(), &h, sizeof h) != static_cast<ssize_t>(sizeof h) ||
         sys::write_full(fd.get(), slots.data(), slot_bytes) != static_cast<ssize_t>(slot_bytes) ||
+        sys::write_full(fd.get(), live.data(), record_bytes) !=
+            static_cast<ssize_t>(record_bytes) ||
         sys::write_full(fd.get(), tail.data(), tail.size()) != static_cast<ssize_t>(tail.size())) {
       const int e = errno;
       sys::unlink(tmp.c_str());
@@ -500,14 +548,17 @@ Result<std::unique_ptr<KeptStore>> KeptStore::open(const KeptPlace& place, const
   k->map_ = map;
   k->map_bytes_ = size;
   std::memcpy(&h, map, sizeof h);
-  const std::uint64_t records_end = sizeof h + h.capacity * sizeof(KeptRecord);
+  const std::uint64_t slots_end = sizeof h + h.capacity * sizeof(std::uint32_t);
+  const std::uint64_t records_end = slots_end + h.count * sizeof(KeptRecord);
   const std::uint64_t files_end = records_end + h.files * sizeof(TableFile);
   if (std::memcmp(h.magic, kTableMagic, sizeof h.magic) != 0 || h.capacity == 0 ||
-      (h.capacity & (h.capacity - 1)) != 0 || files_end + h.names_bytes != size) {
+      (h.capacity & (h.capacity - 1)) != 0 || h.count * 2 > h.capacity ||
+      files_end + h.names_bytes != size) {
     return Status(Errc::kIoError, EINVAL, path + " is not a kept table");
   }
   const auto* base = static_cast<const std::byte*>(map);
-  k->slots_ = reinterpret_cast<const KeptRecord*>(base + sizeof h);
+  k->slots_ = reinterpret_cast<const std::uint32_t*>(base + sizeof h);
+  k->records_ = reinterpret_cast<const KeptRecord*>(base + slots_end);
   k->capacity_ = h.capacity;
   k->count_ = h.count;
   k->mem_bytes_ = h.mem_bytes;
@@ -537,8 +588,10 @@ const KeptRecord* KeptStore::find(const Key& key) const noexcept {
   if (capacity_ == 0) return nullptr;
   for (std::uint64_t i = key.word & (capacity_ - 1), n = 0; n < capacity_;
        i = (i + 1) & (capacity_ - 1), ++n) {
-    const KeptRecord& r = slots_[i];
-    if (r.word == 0) return nullptr;
+    const std::uint32_t at = slots_[i];
+    if (at == 0) return nullptr;
+    if (at > count_) return nullptr;  // not a table prepare() wrote
+    const KeptRecord& r = records_[at - 1];
     if (r.word == key.word && r.check == key.check) {
       return r.file < files_.size() ? &r : nullptr;
     }

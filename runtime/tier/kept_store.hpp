@@ -100,8 +100,8 @@ class KeptStore {
 
   // The kept record of `key`, or null.
   const KeptRecord* find(const Key& key) const noexcept;
-  // Every slot of the table (empty ones have word 0).
-  std::span<const KeptRecord> slots() const noexcept { return {slots_, capacity_}; }
+  // Every record of the table.
+  std::span<const KeptRecord> records() const noexcept { return {records_, count_}; }
   const File& file(std::uint32_t n) const { return files_.at(n); }
   std::size_t file_count() const noexcept { return files_.size(); }
   std::uint64_t mem_bytes() const noexcept { return mem_bytes_; }
@@ -130,7 +130,8 @@ class KeptStore {
 
   void* map_ = nullptr;
   std::size_t map_bytes_ = 0;
-  const KeptRecord* slots_ = nullptr;
+  const std::uint32_t* slots_ = nullptr;  // capacity_ slots: 0, or 1 + a record's index
+  const KeptRecord* records_ = nullptr;   // count_ records
   std::uint64_t capacity_ = 0;
   std::uint64_t count_ = 0;
   std::uint64_t mem_bytes_ = 0;

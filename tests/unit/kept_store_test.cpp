@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "tests/support/temp_dir.hpp"
@@ -52,12 +53,12 @@ struct Node {
   // Keeps one step of one rank: `keys` chunks of `length` bytes at consecutive offsets of one
   // arena file, then marks the step complete.
   void keep_step(const std::string& job, std::uint64_t first_key, int keys, std::uint32_t length,
-                 std::uint32_t flags = 0, bool complete = true) {
+                 std::uint32_t flags = 0, bool complete = true, std::uint64_t stride = 1) {
     const std::string file = arena(job, "arena-0.mem", std::size_t{length} * keys, job[0]);
     std::vector<KeptRecord> records;
     for (int i = 0; i < keys; ++i) {
       KeptRecord r;
-      r.word = first_key + static_cast<std::uint64_t>(i);
+      r.word = first_key + stride * static_cast<std::uint64_t>(i);
       r.check = 7;
       r.version = 99;
       r.hash = 1234;
@@ -102,6 +103,33 @@ TEST(KeptStoreTest, WhatAStepKeptIsFoundByTheNextStep) {
   EXPECT_TRUE(exists((*kept)->file(r->file).path));
   EXPECT_EQ((*kept)->find(key_of(103)), nullptr);
   EXPECT_EQ((*kept)->find(Key{101, 8, 0}), nullptr) << "the check word must match too";
+  KeptStore::remove_table(node.place, "2222222222222222");
+}
+
+TEST(KeptStoreTest, KeysWhoseSlotsCollideAreEachFoundOnce) {
+  Node node;
+  // Words equal in their low 32 bits: one probe chain through the table.
+  constexpr std::uint64_t kStride = std::uint64_t{1} << 32;
+  node.keep_step("1111111111111111", kStride, 300, 512, 0, true, kStride);
+  std::this_thread::sleep_for(20ms);  // the steps' completion times order them (ns mtimes)
+  node.keep_step("3333333333333333", kStride * 200, 200, 512, 0, true, kStride);  // 100 again
+  auto prepared = node.prepare("2222222222222222");
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
+  EXPECT_EQ(prepared->chunks, 399u);
+  auto kept = KeptStore::open(node.place, "2222222222222222");
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  EXPECT_EQ((*kept)->records().size(), 399u);
+  std::set<std::uint64_t> words;
+  for (const KeptRecord& r : (*kept)->records()) words.insert(r.word);
+  EXPECT_EQ(words.size(), 399u) << "each key once";
+  for (std::uint64_t i = 1; i < 400; ++i) {
+    const KeptRecord* r = (*kept)->find(key_of(kStride * i));
+    ASSERT_NE(r, nullptr) << i;
+    // Keys 200-299 are in both steps: the newer step's file holds them.
+    const bool newer = i >= 200;
+    EXPECT_EQ(r->offset, 512 * (newer ? i - 200 : i - 1)) << i;
+  }
+  EXPECT_EQ((*kept)->find(key_of(kStride * 400)), nullptr);
   KeptStore::remove_table(node.place, "2222222222222222");
 }
 
