@@ -1149,6 +1149,90 @@ def import_torch(rows):
 
 # ---- calibration, invariants, and the probe against the model's own arithmetic -----------------
 
+# ---- start-up ----------------------------------------------------------------------------------
+# What start-up moves and holds (docs/architecture.md, "Start-up: what a rank holds of the
+# others"), term by term as ucx_transport/address_book.cpp does it and counts it (BookTraffic).
+# Per address book, a host's first rank receives its host's entry lengths (4 B each) and entries
+# (MPI_Gather + MPI_Gatherv), then every host's total (4 B each) and every rank's entry
+# (MPI_Allgather + MPI_Allgatherv among the first ranks); every other rank receives only the
+# book's file name (MPI_Bcast of 1 KiB). Two books: the fabric's (worker address, arena keys)
+# and the directory shards' (their remote keys). As it was, every rank gathered every rank's
+# record (MPI_Allgatherv over the job).
+
+BOOKS = 2
+BOOK_NAME = 1024  # kNameBytes
+LENGTH = 4        # an int length per rank or host
+
+
+@dataclasses.dataclass
+class Startup:
+    entry_bytes: int = 332       # both books' entries of one rank, heads included (measured here)
+    was_record_bytes: int = 291  # as it was: what every rank received per rank of the job
+    local_s: float = 0.049       # Larder's own start on a rank (context, worker, arenas, table)
+    agreements: int = 16         # small collectives of start-up (agreements, splits, barrier)
+
+
+def startup_received(hosts, per_host, st):
+    """Bytes a host's first rank and every other rank receive while the books are built."""
+    ranks = hosts * per_host
+    first = BOOKS * LENGTH * (per_host + hosts) + (per_host + ranks) * st.entry_bytes
+    return first, BOOKS * BOOK_NAME
+
+
+def startup(nodes, s, c, st):
+    """As it was and as it is, at `nodes` nodes of s.ranks_per_node ranks: bytes received, held
+    per rank and per node, and the time beyond MPI_Init (latency-bandwidth terms: a ring for the
+    gathers among many, a tree for the small collectives)."""
+    rpn = s.ranks_per_node
+    ranks = nodes * rpn
+    first, other = startup_received(nodes, rpn, st)
+    book = ranks * st.entry_bytes
+    tree = math.ceil(math.log2(max(ranks, 2)))
+    small = st.agreements * tree * c.rtt
+    # As it is: the node's gather (tree), then the ring among the first ranks, whose link carries
+    # the book once; the name's broadcast on the node.
+    is_gather = BOOKS * (math.ceil(math.log2(max(rpn, 2))) * c.rtt + rpn * st.entry_bytes / c.link_bw)
+    is_ring = BOOKS * (nodes - 1) * c.rtt / 2 + book / c.link_bw
+    is_s = st.local_s + small + is_gather + is_ring + BOOKS * tree * c.rtt
+    # As it was: a ring over every rank, the node's link carrying every rank's copy of the table.
+    was_bytes = ranks * st.was_record_bytes
+    was_s = st.local_s + small + (ranks - 1) * c.rtt / 2 + rpn * was_bytes / c.link_bw
+    return {"nodes": nodes, "ranks": ranks,
+            "was": {"received": was_bytes, "held_rank": was_bytes, "held_node": rpn * was_bytes,
+                    "time_s": was_s},
+            "is": {"received_first": first, "received_other": other, "held_rank": 0,
+                   "held_node": book, "time_s": is_s}}
+
+
+def check_startup(cal, st, problems):
+    """The model's terms against the bytes the code counted (peer_state_np4/8/16: one host)."""
+    lines = []
+    for run in cal["startup"]["runs"]:
+        first, other = startup_received(1, run["ranks"], st)
+        ok = first == run["first_rank_received"] and other == run["other_ranks_received"]
+        line = (f"start-up {run['ranks']:>2} ranks on one host: first rank {first} B "
+                f"(counted {run['first_rank_received']}), others {other} B "
+                f"(counted {run['other_ranks_received']})")
+        lines.append(("ok  " if ok else "FAIL") + " " + line)
+        if not ok:
+            problems.append(line)
+    return lines
+
+
+STARTUP_COLUMNS = ["nodes", "ranks", "as-was received per rank", "as-was held per node",
+                   "as-was s", "as-is first rank receives", "as-is others receive",
+                   "as-is book per node", "as-is private per rank", "as-is s"]
+
+
+def startup_cells(r):
+    w, i = r["was"], r["is"]
+    return [str(r["nodes"]), human_count(r["ranks"]), human_bytes(w["received"]),
+            human_bytes(w["held_node"]), f"{w['time_s']:.3g}", human_bytes(i["received_first"]),
+            human_bytes(i["received_other"]), human_bytes(i["held_node"]),
+            human_bytes(i["held_rank"]), f"{i['time_s']:.3g}"]
+
+
+
 def load_calibration(path):
     with open(path) as f:
         return json.load(f)
@@ -1157,6 +1241,12 @@ def load_calibration(path):
 def calibration_tree(spec):
     return generated_tree(spec["name"], spec["files"], spec["directories"], spec["bytes"],
                           spec["large_size"], spec["passes"])
+
+
+def startup_costs(cal):
+    spec = cal["startup"]
+    return Startup(entry_bytes=spec["entry_bytes"], was_record_bytes=spec["was_record_bytes"],
+                   local_s=spec["local_s"])
 
 
 def calibration_settings(cal, s):
@@ -1405,6 +1495,7 @@ def run_check(args, rows, workloads, node_counts, s, c, place, probe):
     cs = calibration_settings(cal, s)
     problems = []
     lines = check_as_is(cal, cs, c, probe, problems) + check_as_was(cal, cs, c, problems)
+    lines += check_startup(cal, startup_costs(cal), problems)
     lines += check_invariants(rows, workloads, place, args.group, s, problems)
     if probe:
         py_place = Placement(workloads, node_counts, s, [args.group, "off"], None)
@@ -1585,6 +1676,8 @@ def main(argv=None):
         doc = {"settings": dataclasses.asdict(s), "costs": dataclasses.asdict(c),
                "group": args.group, "placement": place.source, "rows": rows,
                "import_torch": import_torch(rows),
+               "startup": [startup(n, s, c, startup_costs(load_calibration(args.calibration)))
+                           for n in node_counts],
                "shapes": [dataclasses.asdict(place.shape(n, g)) for n in node_counts
                           for g in dict.fromkeys([args.group, "off"])]}
         text = json.dumps(doc, indent=1)
@@ -1594,6 +1687,12 @@ def main(argv=None):
         with open(args.json, "w") as f:
             f.write(text + "\n")
     print_table(rows, args.markdown, place, args.group)
+    st = startup_costs(load_calibration(args.calibration))
+    sub = [startup_cells(startup(n, s, c, st)) for n in node_counts]
+    print_rows(f"start-up beyond MPI_Init ({s.ranks_per_node} ranks per node; this machine's "
+               f"record sizes: {st.entry_bytes} B per rank in the books, {st.was_record_bytes} B "
+               f"as it was; Larder's local start {st.local_s * 1e3:.0f} ms)", STARTUP_COLUMNS,
+               sub, args.markdown)
     if args.plot:
         plot(rows, args.plot)
         print(f"\nplot: {args.plot}")

@@ -153,30 +153,49 @@ struct Step {
   std::vector<KeptRecord> records;  // `file`: the index in `files`
 };
 
-// Reads one index file into `step`; false when it is not whole (the step is then dropped).
+// Reads one index file into `step`; false when it is not whole (the step is then dropped). The
+// records are read straight into the step's array (an ImageNet-sized index is 82 MB: one copy,
+// not a buffer and a copy), checked with the index's hash as they are.
 bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
   struct stat st {};
   UniqueFd fd = open_own(path, O_RDONLY, &st);
   if (!fd.valid() || st.st_size < static_cast<off_t>(sizeof(IndexHeader))) return false;
-  // Not zeroed first: the read fills it (an ImageNet-sized index is 82 MB).
-  const auto size = static_cast<std::size_t>(st.st_size);
-  const auto bytes = std::make_unique_for_overwrite<std::byte[]>(size);
-  if (sys::pread_full(fd.get(), bytes.get(), size, 0) != st.st_size) return false;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
   IndexHeader h;
-  std::memcpy(&h, bytes.get(), sizeof h);
+  if (sys::pread_full(fd.get(), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h)) return false;
   if (std::memcmp(h.magic, kIndexMagic, sizeof h.magic) != 0) return false;
-  const std::byte* body = bytes.get() + sizeof h;
-  const std::size_t body_size = size - sizeof h;
-  if (XXH3_64bits(body, body_size) != h.body_hash) return false;
+  const std::uint64_t body_size = size - sizeof h;
+  if (h.records > body_size / sizeof(KeptRecord)) return false;
+  const std::uint64_t record_bytes = h.records * sizeof(KeptRecord);
+  const std::uint64_t names_size = body_size - record_bytes;
+  std::vector<std::byte> names(names_size);
+  const std::size_t old = step.records.size();
+  step.records.resize(old + h.records);
+  auto* records = reinterpret_cast<std::byte*>(step.records.data() + old);
+  if (sys::pread_full(fd.get(), names.data(), names_size, sizeof h) !=
+          static_cast<ssize_t>(names_size) ||
+      sys::pread_full(fd.get(), records, record_bytes, static_cast<off_t>(sizeof h + names_size)) !=
+          static_cast<ssize_t>(record_bytes)) {
+    return false;
+  }
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
+                                                                  &XXH3_freeState);
+  if (state == nullptr || XXH3_64bits_reset(state.get()) != XXH_OK ||
+      XXH3_64bits_update(state.get(), names.data(), names.size()) != XXH_OK ||
+      XXH3_64bits_update(state.get(), records, record_bytes) != XXH_OK ||
+      XXH3_64bits_digest(state.get()) != h.body_hash) {
+    return false;
+  }
   std::size_t at = 0;
+  const std::byte* body = names.data();
   const std::size_t first = step.files.size();
   for (std::uint32_t i = 0; i < h.files; ++i) {
-    if (at + 4 > body_size) return false;
+    if (at + 4 > names_size) return false;
     const auto disk = static_cast<std::uint8_t>(body[at]);
     std::uint16_t length = 0;
     std::memcpy(&length, body + at + 2, 2);
     at += 4;
-    if (at + length > body_size) return false;
+    if (at + length > names_size) return false;
     std::string name(reinterpret_cast<const char*>(body + at), length);
     at += length;
     if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') return false;
@@ -195,14 +214,12 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
     }
     step.files.push_back(std::move(f));
   }
-  if (at + h.records * sizeof(KeptRecord) != body_size) return false;
-  step.records.reserve(step.records.size() + h.records);
-  for (std::uint64_t i = 0; i < h.records; ++i) {
-    KeptRecord r;
-    std::memcpy(&r, body + at + i * sizeof(KeptRecord), sizeof r);
+  if (at != names_size) return false;
+  for (std::size_t k = old; k < step.records.size(); ++k) {
+    KeptRecord& r = step.records[k];
     if (r.file >= h.files || r.word == 0) return false;
     r.file += static_cast<std::uint32_t>(first);
-    step.records.push_back(r);
+    r.segment = 0;  // prepare()'s mark (kDead) starts clear
   }
   return true;
 }
@@ -358,41 +375,57 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   std::sort(steps.begin(), steps.end(),
             [](const Step& a, const Step& b) { return a.completed_ns > b.completed_ns; });
 
-  // Every key once, from the newest step that holds it in a usable file: `live` holds those
-  // records (their `segment` field: the step), found through `seen` (open addressing).
+  // Every key once, from the newest step that holds it in a usable file. Records stay where
+  // they were read; `seen` (open addressing) holds 1 + a record's place among all the steps'
+  // records taken in order (newest step first). An older record of a key already seen, or one
+  // in a file that cannot be read, is marked dead. No copy of the records is made: on this
+  // machine memory touched for the first time costs about 5 ms per MB, more than the work.
+  constexpr std::uint32_t kDead = 1;  // in `segment`, while preparing (read_index clears it)
   std::uint64_t total = 0;
-  for (const Step& step : steps) total += step.records.size();
+  std::vector<std::uint64_t> starts;
+  for (const Step& step : steps) {
+    starts.push_back(total);
+    total += step.records.size();
+  }
   if (total >= std::numeric_limits<std::uint32_t>::max() / 2) {
     return Status(Errc::kNoSpace, 0, "a kept store of more than 2^31 records");
   }
-  std::vector<KeptRecord> live;
-  live.reserve(total);
+  const auto record_at = [&](std::uint64_t g) -> KeptRecord& {
+    const auto s = static_cast<std::size_t>(std::upper_bound(starts.begin(), starts.end(), g) -
+                                            starts.begin() - 1);
+    return steps[s].records[g - starts[s]];
+  };
   std::vector<std::uint32_t> seen(table_capacity(total), 0);
-  const auto live_at = [&live](std::uint32_t i) -> const KeptRecord& { return live[i]; };
-  std::vector<std::vector<std::uint64_t>> live_count(steps.size());
   const std::uint64_t seen_mask = seen.size() - 1;
+  std::uint64_t dead = 0;
+  std::vector<std::vector<std::uint64_t>> live_count(steps.size());
   for (std::size_t s = 0; s < steps.size(); ++s) {
     live_count[s].assign(steps[s].files.size(), 0);
-    const std::vector<KeptRecord>& records = steps[s].records;
+    std::vector<KeptRecord>& records = steps[s].records;
     for (std::size_t j = 0; j < records.size(); ++j) {
       // The slots are visited in the words' (random) order: ask for a later one's line now.
       constexpr std::size_t kAhead = 16;
-      if (j + kAhead < records.size())
+      if (j + kAhead < records.size()) {
         __builtin_prefetch(&seen[records[j + kAhead].word & seen_mask]);
-      KeptRecord r = records[j];
-      if (!steps[s].files[r.file].usable) continue;
-      const std::uint64_t i = slot_of(seen, r.word, r.check, live_at);
-      if (seen[i] == 0) {
-        r.segment = static_cast<std::uint32_t>(s);
-        live.push_back(r);
-        seen[i] = static_cast<std::uint32_t>(live.size());
-        ++live_count[s][r.file];
-      } else if (KeptRecord& newer = live[seen[i] - 1]; newer.version == r.version) {
-        // This node was the chunk's origin in an older step: it still publishes it at a start.
-        newer.flags |= r.flags & KeptRecord::kOrigin;
       }
+      KeptRecord& r = records[j];
+      if (!steps[s].files[r.file].usable) {
+        r.segment = kDead;
+        ++dead;
+        continue;
+      }
+      const std::uint64_t i = slot_of(seen, r.word, r.check, record_at);
+      if (seen[i] == 0) {
+        seen[i] = static_cast<std::uint32_t>(starts[s] + j + 1);
+        ++live_count[s][r.file];
+        continue;
+      }
+      KeptRecord& newer = record_at(seen[i] - 1);
+      // This node was the chunk's origin in an older step: it still publishes it at a start.
+      if (newer.version == r.version) newer.flags |= r.flags & KeptRecord::kOrigin;
+      r.segment = kDead;
+      ++dead;
     }
-    std::vector<KeptRecord>().swap(steps[s].records);  // read; its memory goes back now
   }
   // Files nothing needs (a newer step holds every key of theirs) go; then the least recently
   // used until each tier is within its budget.
@@ -454,27 +487,35 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     number[c.step][c.file] = static_cast<std::uint32_t>(files.size());
     files.push_back(&file);
   }
-  // The records of the files that stay, renumbered, packed in place; then their slots. When
-  // every live record stays (no trimming), the slots found them are the table as they are.
+  // The records of the files that stay, renumbered and packed in place, step by step; then
+  // their slots. When every record stays (nothing dead, nothing trimmed), the slots that found
+  // them are the table as they are.
   std::uint64_t count = 0;
-  for (const KeptRecord& r : live) {
-    const std::uint32_t n = number[r.segment][r.file];
-    if (n == ~0u) continue;
-    KeptRecord& kept_record = live[count++];
-    kept_record = r;
-    kept_record.file = n;
-    kept_record.segment = 0;
+  for (std::size_t s = 0; s < steps.size(); ++s) {
+    std::vector<KeptRecord>& records = steps[s].records;
+    std::size_t w = 0;
+    for (const KeptRecord& r : records) {
+      if (r.segment == kDead) continue;
+      const std::uint32_t n = number[s][r.file];
+      if (n == ~0u) continue;
+      KeptRecord& kept_record = records[w++];
+      kept_record = r;
+      kept_record.file = n;
+      kept_record.segment = 0;
+    }
+    records.resize(w);
+    starts[s] = count;
+    count += w;
   }
-  live.resize(count);
   std::vector<std::uint32_t> slots;
-  if (!dropped_live) {
+  if (dead == 0 && !dropped_live) {
     slots.swap(seen);
   } else {
     std::vector<std::uint32_t>().swap(seen);
     slots.assign(table_capacity(count), 0);
-    for (std::uint64_t i = 0; i < count; ++i) {
-      slots[slot_of(slots, live[i].word, live[i].check, live_at)] =
-          static_cast<std::uint32_t>(i + 1);
+    for (std::uint64_t g = 0; g < count; ++g) {
+      const KeptRecord& r = record_at(g);
+      slots[slot_of(slots, r.word, r.check, record_at)] = static_cast<std::uint32_t>(g + 1);
     }
   }
   const std::uint64_t capacity = slots.size();
@@ -498,8 +539,8 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     const auto* p = reinterpret_cast<const std::byte*>(f->path.data());
     tail.insert(tail.end(), p, p + f->path.size());
   }
-  // Written in four pieces (slots and records straight from their arrays), under a temporary
-  // name.
+  // Written in pieces (the slots, then each step's records, straight from their arrays), under
+  // a temporary name.
   const std::string path = root + "/table-" + job;
   const std::string tmp = path + ".tmp";
   {
@@ -507,11 +548,15 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
         sys::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return from_errno(errno, "cannot create " + tmp);
     const std::size_t slot_bytes = slots.size() * sizeof(std::uint32_t);
-    const std::size_t record_bytes = live.size() * sizeof(KeptRecord);
-    if (sys::write_full(fd.get(), &h, sizeof h) != static_cast<ssize_t>(sizeof h) ||
-        sys::write_full(fd.get(), slots.data(), slot_bytes) != static_cast<ssize_t>(slot_bytes) ||
-        sys::write_full(fd.get(), live.data(), record_bytes) !=
-            static_cast<ssize_t>(record_bytes) ||
+    bool written = sys::write_full(fd.get(), &h, sizeof h) == static_cast<ssize_t>(sizeof h) &&
+                   sys::write_full(fd.get(), slots.data(), slot_bytes) ==
+                       static_cast<ssize_t>(slot_bytes);
+    for (std::size_t s = 0; s < steps.size() && written; ++s) {
+      const std::size_t record_bytes = steps[s].records.size() * sizeof(KeptRecord);
+      written = sys::write_full(fd.get(), steps[s].records.data(), record_bytes) ==
+                static_cast<ssize_t>(record_bytes);
+    }
+    if (!written ||
         sys::write_full(fd.get(), tail.data(), tail.size()) != static_cast<ssize_t>(tail.size())) {
       const int e = errno;
       sys::unlink(tmp.c_str());
