@@ -179,7 +179,7 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
     return false;
   }
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
-                                                                  &XXH3_freeState);
+                                                                 &XXH3_freeState);
   if (state == nullptr || XXH3_64bits_reset(state.get()) != XXH_OK ||
       XXH3_64bits_update(state.get(), names.data(), names.size()) != XXH_OK ||
       XXH3_64bits_update(state.get(), records, record_bytes) != XXH_OK ||
@@ -548,9 +548,9 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
         sys::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.valid()) return from_errno(errno, "cannot create " + tmp);
     const std::size_t slot_bytes = slots.size() * sizeof(std::uint32_t);
-    bool written = sys::write_full(fd.get(), &h, sizeof h) == static_cast<ssize_t>(sizeof h) &&
-                   sys::write_full(fd.get(), slots.data(), slot_bytes) ==
-                       static_cast<ssize_t>(slot_bytes);
+    bool written =
+        sys::write_full(fd.get(), &h, sizeof h) == static_cast<ssize_t>(sizeof h) &&
+        sys::write_full(fd.get(), slots.data(), slot_bytes) == static_cast<ssize_t>(slot_bytes);
     for (std::size_t s = 0; s < steps.size() && written; ++s) {
       const std::size_t record_bytes = steps[s].records.size() * sizeof(KeptRecord);
       written = sys::write_full(fd.get(), steps[s].records.data(), record_bytes) ==
