@@ -32,8 +32,7 @@ Arena::~Arena() {
   if (base_ != nullptr && capacity_ > 0 && sys::munmap(base_, capacity_) != 0) {
     LARDER_LOG_WARN("munmap of arena {} failed: {}", path_, log::errno_text(errno));
   }
-  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-const-cast): munmap takes a non-const pointer
-  if (view_ != nullptr && sys::munmap(const_cast<std::byte*>(view_), capacity_) != 0) {
+  if (view_ != nullptr && sys::munmap(view_, capacity_) != 0) {
     LARDER_LOG_WARN("munmap of arena {} failed: {}", path_, log::errno_text(errno));
   }
 }
@@ -126,7 +125,7 @@ Result<std::unique_ptr<Arena>> Arena::adopt_file(const std::string& path, bool r
   if (read_view && size > 0) {
     void* p = sys::mmap(nullptr, size, PROT_READ, MAP_SHARED, arena->fd_.get(), 0);
     if (p == MAP_FAILED) return from_errno(errno, "cannot map " + path);
-    arena->view_ = static_cast<const std::byte*>(p);
+    arena->view_ = static_cast<std::byte*>(p);
   }
   return arena;
 }

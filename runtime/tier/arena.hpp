@@ -82,7 +82,7 @@ class Arena {
   std::string path_;
   UniqueFd fd_;
   std::byte* base_ = nullptr;
-  const std::byte* view_ = nullptr;  // adopt_file's read-only mapping, or none
+  std::byte* view_ = nullptr;  // adopt_file's read-only mapping (PROT_READ), or none
   std::uint64_t capacity_ = 0;
   bool writable_ = false;
   std::atomic<std::uint64_t> limit_{0};  // relaxed: a budget, read before each reservation
