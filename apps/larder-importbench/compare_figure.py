@@ -312,12 +312,11 @@ class Bench:
         return 0.0, self.import_job(n, self.pfs_pattern()), 0, ""
 
     def larder_env(self, shm, stats, keep=None):
-        env = {"LD_PRELOAD": f"{self.args.build}/lib/liblarder_preload.so",
-               "LD_AUDIT": f"{self.args.build}/lib/liblarder_audit.so",
-               "LARDER_PREFIX": self.tree, "LARDER_NODE_SIZE": str(NODE_SIZE),
-               "LARDER_MEM": "4G", "LARDER_LOG": "error", "LARDER_SHM_DIR": shm,
-               "LARDER_STATS": stats, "LARDER_KEEP": keep or "off"}
-        return env
+        return {"LD_PRELOAD": f"{self.args.build}/lib/liblarder_preload.so",
+                "LD_AUDIT": f"{self.args.build}/lib/liblarder_audit.so",
+                "LARDER_PREFIX": self.tree, "LARDER_NODE_SIZE": str(NODE_SIZE),
+                "LARDER_MEM": "4G", "LARDER_LOG": "error", "LARDER_SHM_DIR": shm,
+                "LARDER_STATS": stats, "LARDER_KEEP": keep or "off"}
 
     def larder_job(self, n, shm, env, stats):
         """One Larder import job: (slowest import s, peak bytes of Larder's files in shm (kept
@@ -334,18 +333,23 @@ class Bench:
                 f"{s['kept']['bytes_adopted'] / 1e6:.0f} MB (job totals)")
         return t, peak.peak - base, note
 
-    def way_larder(self, n, nodes):
+    def larder_way(self, n, nodes, keep=None, fresh=True):
+        """One measured Larder job in <shm>/larder (made here when `fresh`), removed after it."""
         shm = os.path.join(self.shm, "larder")
-        os.makedirs(shm)
+        if fresh:
+            os.makedirs(shm)
         stats = os.path.join(self.work, "larder-stats.json")
         try:
-            t, mem, note = self.larder_job(n, shm, self.larder_env(shm, stats), stats)
+            t, mem, note = self.larder_job(n, shm, self.larder_env(shm, stats, keep), stats)
             return 0.0, t, mem / nodes, note
         finally:
             shutil.rmtree(shm, ignore_errors=True)
 
+    def way_larder(self, n, nodes):
+        return self.larder_way(n, nodes)
+
     # The later step: prepare_ runs before the page cache is dropped and the PFS counters are
-    # read, so only the measured step counts.
+    # read, so only the measured step counts; the measured step starts from what it kept.
     def prepare_later_step(self, n, nodes):
         shm = os.path.join(self.shm, "larder")
         os.makedirs(shm)
@@ -353,14 +357,7 @@ class Bench:
         self.larder_job(n, shm, self.larder_env(shm, stats, keep="figure"), stats)
 
     def way_later_step(self, n, nodes):
-        shm = os.path.join(self.shm, "larder")
-        stats = os.path.join(self.work, "larder-stats.json")
-        try:
-            t, mem, note = self.larder_job(n, shm, self.larder_env(shm, stats, keep="figure"),
-                                           stats)
-            return 0.0, t, mem / nodes, note
-        finally:
-            shutil.rmtree(shm, ignore_errors=True)
+        return self.larder_way(n, nodes, keep="figure", fresh=False)
 
     def way_stage(self, n, nodes):
         dest = os.path.join(self.shm, "stage")
