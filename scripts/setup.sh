@@ -46,7 +46,7 @@ PACKAGES=(
   libucx-dev ucx-utils
   libboost-program-options-dev libgtest-dev libgmock-dev
   libyaml-cpp-dev libxxhash-dev libfmt-dev nlohmann-json3-dev zlib1g-dev libaec-dev
-  python3 python3-dev python3-numpy python3-mpi4py python3-torch python3-yaml python3-lmdb
+  python3 python3-dev python3-numpy python3-mpi4py python3-torch python3-torchvision python3-yaml python3-lmdb
   cython3 python3-pkgconfig python3-setuptools python3-pip
   slurm-wlm slurmctld slurmd slurm-client munge
   python3-matplotlib python3-jinja2 chromium python3-websocket
