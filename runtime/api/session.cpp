@@ -108,6 +108,19 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
       LARDER_LOG_INFO("no node files: cannot create {}: {}", files, log::errno_text(errno));
     }
   }
+  if (segments_ == nullptr && !disk_files_dir_.empty()) {
+    // No memory tier, a kept disk tier: segments for the kept disk-tier files an earlier step
+    // left (and produced files in local mode), but no node files (they would live in memory).
+    const int node =
+        topology_.node_of.empty() ? 0 : topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+    const std::string files = job_dir_.shm_job_dir() + "/files-" + std::to_string(node);
+    if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) {
+      segments_ = std::make_unique<Segments>(files, topology_.rank, disk_files_dir_);
+    } else {
+      LARDER_LOG_INFO("kept disk-tier files not used: cannot create {}: {}", files,
+                      log::errno_text(errno));
+    }
+  }
   if (disk_share > 0) {
     auto arena = Arena::create(job_dir_.arena_path(topology_.rank, Tier::kDisk), disk_share);
     if (!arena.ok()) return arena.status();

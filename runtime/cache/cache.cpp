@@ -264,13 +264,16 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
     record.position = ticket;
     const Payload origin = pack(record);
     auto local = localize_chunk(key, origin, Tree{key, ticket, grouped() ? groups_ : nodes_}, into);
-    Loaded l;
-    l.publish = true;
-    l.answer.payload = origin;
-    if (local.ok() && *local != origin) l.local = *local;
-    stats_.add(Counter::kept_bytes_adopted, length);
-    stats_.add(Counter::kept_chunks_adopted);
-    return l;
+    // A kept copy whose bytes failed their check on arrival is nobody's origin: the PFS below.
+    if (!local.ok() || unpack<ChunkRecord>(*local).owner >= 0) {
+      Loaded l;
+      l.publish = true;
+      l.answer.payload = origin;
+      if (local.ok() && *local != origin) l.local = *local;
+      stats_.add(Counter::kept_bytes_adopted, length);
+      stats_.add(Counter::kept_chunks_adopted);
+      return l;
+    }
   }
   std::span<std::byte> dst;
   if (into != nullptr) {

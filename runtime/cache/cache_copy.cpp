@@ -84,10 +84,18 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
   const bool may_hold =
       position != 0 && fanout::can_have_children(position, tree_fanout_, tree.nodes);
   if (on_this_node(origin.owner)) {
+    ChunkRecord direct;
+    direct.owner = -1;
     if (!kept_record_usable(origin)) {
-      ChunkRecord direct;
-      direct.owner = -1;
       return pack(direct);  // a kept file of this node, evicted for room: read the PFS
+    }
+    // A kept copy of this node that reached it through the directory (another node published
+    // it as the chunk's origin): nobody on this node checked it in this step, and reads inside
+    // the node are not checked. Checked here, once per node, before the node uses it.
+    if (origin.tier == Tier::kFile && (origin.segment & Segments::kKeptSegment) != 0 &&
+        !verified(node_bytes(origin), origin.hash, origin.owner, "a kept store")) {
+      stats_.add(Counter::integrity_refetched);
+      return pack(direct);
     }
     // A rank of the origin's own node with a ticket (its node table could not answer): it
     // copies nothing, but a place below it may be waiting for its entry: the origin's copy.
@@ -141,8 +149,17 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
     auto source = holder_source(tree, origin, position, claims[1]);
     if (!source.ok() || source->length != origin.length) source = origin;
     const Status first = copy_from(*source, copy).status();
-    if (!first.ok() && (source->owner == origin.owner || !copy_from(origin, copy).ok())) {
-      return give_up();
+    if (!first.ok()) {
+      const Status again = source->owner == origin.owner ? first : copy_from(origin, copy).status();
+      if (!again.ok() && again.native_code() == EBADMSG) {
+        // The origin's own bytes do not match their hash: nobody on this node reads them.
+        if (holder) (void)directory_.abandon(lookups[0].key);
+        stats_.add(Counter::integrity_refetched);
+        ChunkRecord direct;
+        direct.owner = -1;
+        return pack(direct);
+      }
+      if (!again.ok()) return give_up();
     }
     if (!first.ok() && first.native_code() == EBADMSG) {
       stats_.add(Counter::integrity_refetched);  // a bad holder: the origin's bytes instead

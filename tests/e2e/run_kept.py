@@ -12,7 +12,11 @@ compared with the file's own:
   5. a step killed (SIGKILL of a rank) leaves nothing the next step trusts; the next is warm;
   6. a kept byte changed on node 0 between steps: the right bytes, integrity.mismatches counted;
   7. another user's directory and a symlink planted in the store are never read or followed;
-  8. a smaller LARDER_MEM trims the kept store before the step starts (kept.bytes_evicted).
+  8. a smaller LARDER_MEM trims the kept store before the step starts (kept.bytes_evicted);
+  9. eviction under readers: kept files in use stay, kept files nobody uses make room;
+ 10. the disk tier kept: a step whose memory budget holds almost nothing keeps its chunks on the
+     disk tier; the next step adopts them from there; a byte changed in node 0's kept disk files
+     and a disk file of node 1 cut short: the right bytes, the mismatches counted.
 """
 import argparse
 import hashlib
@@ -133,6 +137,36 @@ class Steps:
         return s
 
 
+def flip_every_page(path):
+    """One byte changed in every page of `path` that holds data (kept files are sparse)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        for at in range(100, os.path.getsize(path), 4096):
+            try:
+                if os.lseek(fd, at, os.SEEK_DATA) != at:
+                    continue
+            except OSError:  # ENXIO: no data past `at`
+                break
+            b = os.pread(fd, 1, at)
+            os.pwrite(fd, bytes([b[0] ^ 0x5A]), at)
+    finally:
+        os.close(fd)
+
+
+def kept_files(node_dir, suffix):
+    """The kept files named *suffix of every step directory under node_dir, with data in them."""
+    found = []
+    for step in sorted(os.listdir(node_dir)):
+        d = os.path.join(node_dir, step)
+        if not os.path.isdir(d) or os.path.islink(d):
+            continue
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if name.endswith(suffix) and os.path.getsize(path) > 0:
+                found.append(path)
+    return found
+
+
 def stores(job):
     base = os.path.join(job.shm, f"larder-{os.geteuid()}")
     return sorted(n for n in os.listdir(base) if n.startswith("keep-") and "." not in n)
@@ -201,28 +235,10 @@ def main():
         # One byte of every page of every kept file of node 0 changed between steps.
         node0 = os.path.join(job.shm, f"larder-{os.geteuid()}", "keep-name-steps", "node-0")
         flipped = 0
-        for step in os.listdir(node0):
-            d = os.path.join(node0, step)
-            if not os.path.isdir(d):
-                continue
-            for name in os.listdir(d):
-                path = os.path.join(d, name)
-                if name.startswith(("arena-", "seg-")) and os.path.getsize(path) > 0:
-                    # One byte in every page: every chunk kept in the file is hit.
-                    # (pages that hold data only: arenas are sparse files)
-                    fd = os.open(path, os.O_RDWR)
-                    try:
-                        for at in range(100, os.path.getsize(path), 4096):
-                            try:
-                                if os.lseek(fd, at, os.SEEK_DATA) != at:
-                                    continue
-                            except OSError:  # ENXIO: no data past `at`
-                                break
-                            b = os.pread(fd, 1, at)
-                            os.pwrite(fd, bytes([b[0] ^ 0x5A]), at)
-                    finally:
-                        os.close(fd)
-                    flipped += 1
+        for path in kept_files(node0, ""):
+            if os.path.basename(path).startswith(("arena-", "seg-")):
+                flip_every_page(path)  # every chunk kept in the file is hit
+                flipped += 1
         check(flipped > 0, f"changed a byte in {flipped} kept files of node 0")
         s = steps.run("after a kept byte changed on node 0", named)
         check(s["integrity"]["mismatches"] >= 1,
@@ -249,7 +265,10 @@ def main():
         # Eviction during a step, under readers: a store holds two trees kept by two steps (b1
         # with a file every rank maps, b2). A step with a budget that holds them but not what it
         # reads next reads b1 (adopting and mapping its kept files), then a new tree (room is
-        # needed: b2's kept files, which nobody uses, are evicted), then b1 again.
+        # needed: b2's kept files, which nobody uses, are evicted), then b1 again. Per node: b1
+        # and b2 keep 3.0 MB, c needs 1.8 MB, and 4 MiB leaves 1.2 MB, 0.6 MB per rank: every
+        # rank that loads more than 0.6 MB of c must evict, however the node's two ranks share
+        # its loads (with 5 MiB, an even share fitted without eviction in one run of ten).
         trees = {}
         for tree, count, size in (("b1", 8, 100_000), ("b2", 10, 200_000), ("c", 12, 150_000)):
             d = os.path.join(job.data, "..", "extra", tree)
@@ -265,13 +284,42 @@ def main():
         steps.run("eviction: b1 kept", evict, dirs=[trees["b1"]])
         steps.run("eviction: b2 kept", evict, dirs=[trees["b2"]])
         s = steps.run("eviction: b1, then a new tree that needs room, then b1 again",
-                      dict(evict, LARDER_MEM="5M"), dirs=[trees["b1"], trees["c"], trees["b1"]])
+                      dict(evict, LARDER_MEM="4M"), dirs=[trees["b1"], trees["c"], trees["b1"]])
         c_bytes = sum(os.path.getsize(os.path.join(trees["c"], n)) for n in os.listdir(trees["c"]))
         check(s["kept"]["bytes_evicted"] > 0,
               f"kept files nobody used were evicted for room ({s['kept']['bytes_evicted']} B)")
         check(s["pfs"]["bytes_read"] <= c_bytes,
               f"only the new tree came from the PFS ({s['pfs']['bytes_read']} of {c_bytes} B): "
               "the kept files in use were not evicted")
+
+        # The disk tier kept: no memory tier and 64 MiB of disk, so the
+        # chunks go to the disk tier and are kept there.
+        on_disk = {"LARDER_KEEP": "disk", "LARDER_MEM": "0", "LARDER_DISK": "64M"}
+        now = tree_bytes(job.data)
+        s = steps.run("disk tier: step 1 (cold)", on_disk)
+        check(s["pfs"]["bytes_read"] == now, f"disk step 1 read the tree from the PFS once ({now} B)")
+        disk_root = os.path.join(job.local, f"larder-{os.geteuid()}", "keep-name-disk")
+        disk0 = kept_files(os.path.join(disk_root, "node-0"), ".disk")
+        disk1 = kept_files(os.path.join(disk_root, "node-1"), ".disk")
+        check(disk0 and disk1, f"both nodes kept disk-tier files ({len(disk0)}, {len(disk1)})")
+        s = steps.run("disk tier: step 2 (warm)", on_disk)
+        check(s["pfs"]["bytes_read"] == 0, "disk step 2 read no byte from the PFS")
+        check(s["kept"]["bytes_adopted"] > 0 and s["integrity"]["mismatches"] == 0,
+              f"disk step 2 adopted kept disk chunks ({s['kept']['bytes_adopted']} B), no mismatch")
+        for path in disk0:
+            flip_every_page(path)
+        # Node 1's disk files cut inside their data, as a step killed while writing would leave
+        # them (arenas are sparse: cut at half the end of their first data extent).
+        for path in disk1:
+            with open(path, "rb") as f:
+                end = os.lseek(f.fileno(), 0, os.SEEK_HOLE)
+            os.truncate(path, end // 2)
+        s = steps.run("disk tier: a byte changed in node 0's disk files, node 1's cut short",
+                      on_disk)
+        check(s["integrity"]["mismatches"] >= 1,
+              f"the changed disk bytes were caught ({s['integrity']['mismatches']} mismatches)")
+        check(s["pfs"]["bytes_read"] <= now,
+              f"at most the tree from the PFS again ({s['pfs']['bytes_read']} of {now} B)")
 
         # The test's stores go with its scratch directories; nothing of any job is left.
         job.check_clean_except_kept()
