@@ -7,21 +7,27 @@ still alive. The job must exit; app.bytes_read must be 3 x the bytes one epoch r
 a plain process reading every file the way np.load does), the latency histogram must hold every
 read call, and pfs.bytes_read must be the dataset's size (read once). Before the fix the job hung
 in MPI_Finalize, and app.bytes_read was 2.49 x the dataset for 3 epochs (workers sent their
-counters every 256 reads)."""
+counters every 256 reads).
+
+Then the job restarted as the next steps of one allocation (LARDER_KEEP, as after a failure and
+a restart from a checkpoint), 4 ranks on 2 emulated nodes, one epoch each: the first step reads
+the dataset from the PFS once, the restarted step's epoch reads no byte from it, and every
+sample each rank's loader returns equals the file's own array."""
 import argparse
+import hashlib
 import io
 import os
 import subprocess
 
 import numpy as np
 
-from e2e_util import PYTHON, Job, check, common_args, read_stats
+from e2e_util import PYTHON, Job, check, common_args, fail, read_stats
 
 FILES = 16  # divisible by the 2 ranks: DistributedSampler pads nothing
 EPOCHS = 3
 
 TRAIN = """
-import os, sys
+import hashlib, os, sys
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
@@ -34,7 +40,7 @@ class Npz(Dataset):
         return len(self.files)
     def __getitem__(self, i):
         with np.load(self.files[i]) as z:
-            return torch.from_numpy(z['x'].copy())
+            return i, torch.from_numpy(z['x'].copy())
 
 def main():
     comm = MPI.COMM_WORLD
@@ -45,11 +51,16 @@ def main():
                                  shuffle=True, seed=3)
     loader = DataLoader(data, batch_size=2, sampler=sampler, num_workers=2,
                         persistent_workers=True, multiprocessing_context='fork')
+    seen = {}
     for epoch in range(int(sys.argv[2])):
         sampler.set_epoch(epoch)
-        for batch in loader:
-            pass
+        for index, batch in loader:
+            for i, x in zip(index.tolist(), batch):
+                seen[i] = hashlib.sha1(x.numpy().tobytes()).hexdigest()
         comm.barrier()
+    if len(sys.argv) > 3:  # the samples this rank was given, for the test to compare
+        with open(sys.argv[3] + '.' + str(comm.Get_rank()), 'w') as f:
+            f.write(''.join(f'{i} {h}\\n' for i, h in sorted(seen.items())))
     MPI.Finalize()  # the persistent workers are still alive here
 
 if __name__ == '__main__':
@@ -81,6 +92,44 @@ for n in sorted(os.listdir(root)):
             z['x'].copy()
 print(Counting.total)
 """
+
+
+def restart(job, train, size):
+    """The job as two steps of one allocation: the restarted step's epoch reads nothing from the
+    PFS, and every sample equals the file's own array."""
+    want = {}
+    for i, name in enumerate(sorted(os.listdir(job.data))):
+        with np.load(os.path.join(job.data, name)) as z:
+            want[i] = hashlib.sha1(z["x"].tobytes()).hexdigest()
+    ranks = 4
+    for step in (1, 2):
+        stats = os.path.join(job.root, f"restart-{step}.json")
+        out = os.path.join(job.root, f"samples-{step}")
+        env = job.env(stats=stats, extra={"OMP_NUM_THREADS": "1", "LARDER_KEEP": "restart",
+                                          "LARDER_NODE_SIZE": "2"})
+        proc = job.mpiexec(ranks, [PYTHON, train, job.data, "1", out], env, timeout=120,
+                           check=False)
+        check(proc.returncode == 0, f"restart step {step} ended by itself ({proc.returncode})")
+        seen = {}
+        for r in range(ranks):
+            with open(f"{out}.{r}") as f:
+                for line in f:
+                    i, h = line.split()
+                    if h != want[int(i)]:
+                        fail(f"restart step {step}: rank {r} got other bytes for sample {i}")
+                    seen[int(i)] = h
+        check(len(seen) == FILES, f"restart step {step}: every sample, each equal to its file's")
+        s = read_stats(stats)
+        kept = s.get("kept", {})
+        print(f"restart step {step}: pfs {s['pfs']['bytes_read']} B, from earlier steps "
+              f"{kept.get('bytes_adopted')} B, kept {kept.get('bytes_kept')} B", flush=True)
+        if step == 1:
+            check(s["pfs"]["bytes_read"] == size,
+                  f"restart step 1 read the dataset from the PFS once ({size} B)")
+        else:
+            check(s["pfs"]["bytes_read"] == 0 and kept.get("bytes_adopted", 0) >= size,
+                  "the restarted step's epoch read no byte from the PFS "
+                  f"({s['pfs']['bytes_read']} B; {kept.get('bytes_adopted')} B from step 1)")
 
 
 def main():
@@ -118,7 +167,9 @@ def main():
         print(f"figures: {FILES} files, {size} bytes; per epoch {per_epoch} bytes read; "
               f"app {s['app']['bytes_read']}, pfs {s['pfs']['bytes_read']}, hits self/node "
               f"{s['hits']['self']}/{s['hits']['node']}, reads {s['app']['read_calls']}")
-        job.finish()
+        restart(job, train, size)
+        job.check_clean_except_kept()
+        check(True, "no processes or job files left")
     finally:
         job.close()
 
