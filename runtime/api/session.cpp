@@ -333,6 +333,7 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
     // What the nodes kept is published before any rank reads (LARDER_KEEP is the same on every
     // rank of a job step, so every rank takes this barrier or none does).
     s->cache_->publish_kept();
+    s->cache_->publish_kept_produced();
     if (Status st = mpi.barrier(); !st.ok()) {
       (void)mpi.close();
       return st;

@@ -175,6 +175,11 @@ class Cache {
   // copy gets them from here instead of the PFS (and checks them on arrival). Returns how many
   // were published.
   std::uint64_t publish_kept();
+  // At the step's start, on each node's leader (before any read): the stat answers of the files
+  // produced in `local` mode that earlier steps kept on this node, published again under their
+  // paths when every chunk of their version is in the kept table and the PFS has nothing at
+  // their path; their kept files are marked used (never evicted in this step). Returns how many.
+  std::uint64_t publish_kept_produced();
 
  private:
   // What resolving a key gave: a payload to use and remember (kCached), a payload for this call
@@ -433,7 +438,8 @@ class Cache {
   std::unordered_map<std::uint32_t, Payload> kept_local_;  // guarded by kept_mu_ (no node table)
   std::unordered_set<std::uint32_t> kept_touched_;  // guarded by kept_mu_: kept files used here
   std::unordered_map<std::uint32_t, std::uint32_t> kept_uses_;  // guarded by kept_mu_ (no table)
-  std::vector<KeptRecord> placed_;  // guarded by kept_mu_: what this rank placed, to keep
+  std::vector<KeptRecord> placed_;      // guarded by kept_mu_: what this rank placed, to keep
+  std::vector<KeptProduced> produced_;  // guarded by kept_mu_: produced in local mode, to keep
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so
   // remembering them saves a lookup (a remote atomic can cost milliseconds under Open MPI).

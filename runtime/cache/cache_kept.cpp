@@ -5,6 +5,7 @@
 // this rank placed in its arenas and segments, kept for the next step.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -244,9 +245,11 @@ void Cache::record_placed(const Key& key, const ChunkRecord& record, bool origin
 Result<std::uint64_t> Cache::keep_step(const std::string& job) {
   if (kept_place_ == nullptr) return std::uint64_t{0};
   std::vector<KeptRecord> records;
+  std::vector<KeptProduced> produced;
   {
     std::lock_guard lock(kept_mu_);
     records.swap(placed_);
+    produced.swap(produced_);
   }
   // This rank's files that hold a placed record: its arenas and the segments it wrote.
   std::vector<std::string> files;
@@ -275,7 +278,7 @@ Result<std::uint64_t> Cache::keep_step(const std::string& job) {
   std::unique_ptr<bool[]> flags(new bool[disk.size()]);
   for (std::size_t i = 0; i < disk.size(); ++i) flags[i] = disk[i];
   auto n = KeptStore::keep_rank(*kept_place_, job, topology_.rank, files,
-                                std::span<const bool>(flags.get(), disk.size()), kept);
+                                std::span<const bool>(flags.get(), disk.size()), kept, produced);
   if (n.ok()) stats_.add(Counter::kept_bytes_kept, *n);
   return n;
 }
@@ -402,6 +405,63 @@ std::uint64_t Cache::publish_kept() {
   }
   flush();
   LARDER_LOG_INFO("published {} kept chunks of this node", published);
+  return published;
+}
+
+std::uint64_t Cache::publish_kept_produced() {
+  if (kept_ == nullptr || kept_place_ == nullptr || closing()) return 0;
+  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  if (topology_.leader_of(node) != topology_.rank) return 0;
+  std::uint64_t published = 0;
+  for (const KeptProduced& p : KeptStore::produced(*kept_place_)) {
+    PathRecord record;
+    if (p.answer.size() != sizeof record) continue;
+    std::memcpy(&record, p.answer.data(), sizeof record);
+    if (!record.local_only() || record.error != 0) continue;
+    // Every chunk of this version, kept on this node (a trimmed or older-chunk-size store may
+    // lack some: then the file is gone with the step that produced it).
+    const ChunkGeometry geometry{record.meta.size, config_.chunk_size};
+    std::vector<std::uint32_t> files;
+    bool whole = true;
+    for (std::uint64_t i = 0; whole && i < geometry.chunk_count(); ++i) {
+      const KeptRecord* r = kept_->find(chunk_key(record.file, i));
+      whole =
+          r != nullptr && r->version == record.version() && r->length == geometry.chunk_length(i);
+      if (whole && (files.empty() || files.back() != r->file)) files.push_back(r->file);
+    }
+    if (!whole) {
+      LARDER_LOG_WARN(
+          "{} (produced in local mode by an earlier step) is not whole in the kept "
+          "store; it is not published",
+          p.path);
+      continue;
+    }
+    // The file system's own file at that path, if one appeared since, is the answer.
+    if (pfs_.resolve(p.canonical).ok()) continue;
+    // Its bytes have no other copy: the node keeps its kept files for this step.
+    for (std::uint32_t n : files) (void)kept_use(n, true);
+    record.checked_s = now_s();
+    std::vector<Lookup> lookups;
+    for (const Key& k : produced_keys(p.path, p.canonical)) lookups.push_back(Lookup{k, kClaimIt});
+    std::vector<Result<Claim>> claims(lookups.size(), Status());
+    count_directory_ops(lookups.size());
+    directory_.acquire_many(lookups, claims);
+    std::vector<Directory::Final> finals;
+    for (std::size_t i = 0; i < lookups.size(); ++i) {
+      if (!claims[i].ok() || claims[i]->outcome != Claim::Outcome::kClaimed) continue;
+      finals.push_back(Directory::Final{lookups[i].key, pack(record), true, false});
+    }
+    std::vector<Status> out(finals.size());
+    count_directory_ops(finals.size());
+    directory_.finish_many(finals, out);
+    published += std::all_of(out.begin(), out.end(), [](const Status& s) { return s.ok(); }) &&
+                         !finals.empty()
+                     ? 1
+                     : 0;
+  }
+  if (published > 0) {
+    LARDER_LOG_INFO("published {} files produced in local mode by earlier steps", published);
+  }
   return published;
 }
 

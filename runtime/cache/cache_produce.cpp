@@ -162,6 +162,13 @@ Result<PathRecord> Cache::publish_produced(const std::string& path, const std::s
   for (const Status& s : out) {
     if (!s.ok()) LARDER_LOG_LIMITED(kWarn, "cannot publish {}: {}", path, s.to_string());
   }
+  if (local && kept_place_ != nullptr) {
+    // The PFS has no copy: its answer is kept with its chunks, for the allocation's later steps.
+    KeptProduced kept{path, canonical, std::vector<std::byte>(sizeof(PathRecord))};
+    std::memcpy(kept.answer.data(), &record, sizeof(PathRecord));
+    std::lock_guard lock(kept_mu_);
+    produced_.push_back(std::move(kept));
+  }
   stats_.add(Counter::produce_files);
   stats_.add(Counter::produce_bytes, size);
   return record;
@@ -216,6 +223,7 @@ void Cache::publish_produced_chunks(const FileId& file, std::uint64_t size, std:
         hash_of(std::span<const std::byte>(seg.file->data() + record.offset, record.length));
     finals.push_back(Directory::Final{lookups[i].key, pack(record), true, false});
     memo_put(lookups[i].key, pack(record));
+    record_placed(lookups[i].key, record, true);  // kept for later steps (LARDER_KEEP)
   }
   std::vector<Status> out(finals.size());
   stats_.add(Counter::directory_ops, finals.size());

@@ -12,10 +12,12 @@
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <span>
 #include <string_view>
+#include <unordered_set>
 
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
@@ -27,6 +29,15 @@ namespace {
 
 constexpr char kIndexMagic[8] = {'L', 'R', 'D', 'K', 'I', 'D', 'X', '1'};
 constexpr char kTableMagic[8] = {'L', 'R', 'D', 'K', 'T', 'A', 'B', '2'};
+constexpr char kProducedMagic[8] = {'L', 'R', 'D', 'K', 'P', 'R', 'D', '1'};
+
+// produced-<rank>: this header, then per file: u16 path length, u16 canonical length, u32 answer
+// length, the path, the canonical path, the answer.
+struct ProducedHeader {
+  char magic[8];
+  std::uint64_t files = 0;
+  std::uint64_t body_hash = 0;  // XXH3-64 of everything after the header
+};
 
 struct IndexHeader {
   char magic[8];
@@ -647,8 +658,9 @@ const KeptRecord* KeptStore::find(const Key& key) const noexcept {
 Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::string& job, int rank,
                                            std::span<const std::string> files,
                                            std::span<const bool> disk,
-                                           std::span<const KeptRecord> records) {
-  if (records.empty()) return std::uint64_t{0};
+                                           std::span<const KeptRecord> records,
+                                           std::span<const KeptProduced> produced) {
+  if (records.empty() && produced.empty()) return std::uint64_t{0};
   const std::string shm_dir = place.shm_root() + "/" + job;
   for (const std::string& dir :
        {place.shm_base + "/keep-" + place.name, place.shm_root(), shm_dir}) {
@@ -695,7 +707,118 @@ Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::st
   append(bytes, h);
   bytes.insert(bytes.end(), body.begin(), body.end());
   if (Status s = write_file(shm_dir + "/index-" + std::to_string(rank), bytes); !s.ok()) return s;
+  if (!produced.empty()) {
+    std::vector<std::byte> list;
+    for (const KeptProduced& p : produced) {
+      if (p.path.size() > 0xffff || p.canonical.size() > 0xffff) continue;
+      append(list, static_cast<std::uint16_t>(p.path.size()));
+      append(list, static_cast<std::uint16_t>(p.canonical.size()));
+      append(list, static_cast<std::uint32_t>(p.answer.size()));
+      for (const std::string* text : {&p.path, &p.canonical}) {
+        const auto* c = reinterpret_cast<const std::byte*>(text->data());
+        list.insert(list.end(), c, c + text->size());
+      }
+      list.insert(list.end(), p.answer.begin(), p.answer.end());
+    }
+    ProducedHeader ph;
+    std::memcpy(ph.magic, kProducedMagic, sizeof ph.magic);
+    ph.files = produced.size();
+    ph.body_hash = XXH3_64bits(list.data(), list.size());
+    std::vector<std::byte> out;
+    append(out, ph);
+    out.insert(out.end(), list.begin(), list.end());
+    if (Status s = write_file(shm_dir + "/produced-" + std::to_string(rank), out); !s.ok()) {
+      return s;
+    }
+  }
   return kept;
+}
+
+namespace {
+
+// One produced-<rank> list, appended to `out`; false when it is not whole.
+bool read_produced(const std::string& path, std::vector<KeptProduced>& out) {
+  struct stat st {};
+  UniqueFd fd = open_own(path, O_RDONLY, &st);
+  if (!fd.valid() || st.st_size < static_cast<off_t>(sizeof(ProducedHeader))) return false;
+  std::vector<std::byte> bytes(static_cast<std::size_t>(st.st_size));
+  if (sys::pread_full(fd.get(), bytes.data(), bytes.size(), 0) !=
+      static_cast<ssize_t>(bytes.size())) {
+    return false;
+  }
+  ProducedHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  const std::byte* body = bytes.data() + sizeof h;
+  const std::size_t size = bytes.size() - sizeof h;
+  if (std::memcmp(h.magic, kProducedMagic, sizeof h.magic) != 0 ||
+      XXH3_64bits(body, size) != h.body_hash) {
+    return false;
+  }
+  std::size_t at = 0;
+  for (std::uint64_t i = 0; i < h.files; ++i) {
+    std::uint16_t path_length = 0;
+    std::uint16_t canonical_length = 0;
+    std::uint32_t answer_length = 0;
+    if (at + 8 > size) return false;
+    std::memcpy(&path_length, body + at, 2);
+    std::memcpy(&canonical_length, body + at + 2, 2);
+    std::memcpy(&answer_length, body + at + 4, 4);
+    at += 8;
+    if (size - at < std::size_t{path_length} + canonical_length + answer_length) return false;
+    KeptProduced p;
+    p.path.assign(reinterpret_cast<const char*>(body + at), path_length);
+    at += path_length;
+    p.canonical.assign(reinterpret_cast<const char*>(body + at), canonical_length);
+    at += canonical_length;
+    p.answer.assign(body + at, body + at + answer_length);
+    at += answer_length;
+    if (p.path.empty() || p.path[0] != '/' || p.canonical.empty() || p.canonical[0] != '/') {
+      return false;
+    }
+    out.push_back(std::move(p));
+  }
+  return at == size;
+}
+
+}  // namespace
+
+std::vector<KeptProduced> KeptStore::produced(const KeptPlace& place) {
+  struct Found {
+    std::int64_t completed_ns = 0;
+    std::vector<KeptProduced> files;
+  };
+  std::vector<Found> steps;
+  const std::string root = place.shm_root();
+  for (const std::string& name : list_dir(root)) {
+    const std::string dir = child(root, name);
+    struct stat st {};
+    struct stat done {};
+    if (name.starts_with("table-") || !private_dir(dir, &st)) continue;
+    if (!open_own(dir + "/complete", O_RDONLY, &done).valid()) continue;
+    Found f;
+    f.completed_ns = mtime_ns(done);
+    for (const std::string& entry : list_dir(dir)) {
+      if (!entry.starts_with("produced-") || entry.ends_with(".tmp")) continue;
+      std::vector<KeptProduced> list;
+      if (read_produced(child(dir, entry), list)) {
+        std::move(list.begin(), list.end(), std::back_inserter(f.files));
+      } else {
+        LARDER_LOG_WARN("kept store: {} is not whole; its produced files are not used",
+                        child(dir, entry));
+      }
+    }
+    if (!f.files.empty()) steps.push_back(std::move(f));
+  }
+  std::sort(steps.begin(), steps.end(),
+            [](const Found& a, const Found& b) { return a.completed_ns > b.completed_ns; });
+  std::vector<KeptProduced> out;
+  std::unordered_set<std::string> seen;
+  for (Found& step : steps) {
+    for (KeptProduced& p : step.files) {
+      if (seen.insert(p.canonical).second) out.push_back(std::move(p));
+    }
+  }
+  return out;
 }
 
 Status KeptStore::complete_step(const KeptPlace& place, const std::string& job) {

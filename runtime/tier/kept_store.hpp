@@ -49,6 +49,16 @@ struct KeptRecord {
 };
 static_assert(sizeof(KeptRecord) == 64);
 
+// A file produced in `local` mode (the PFS has no copy) that a step kept: its path as written,
+// its canonical path, and its stat answer as the cache packs it (opaque here). Its chunks are
+// kept records like any other; a later step publishes the answer again
+// (Cache::publish_kept_produced).
+struct KeptProduced {
+  std::string path;
+  std::string canonical;
+  std::vector<std::byte> answer;
+};
+
 // Where a store lives on this node.
 struct KeptPlace {
   std::string shm_base;   // <shm_dir>/larder-<uid>
@@ -116,10 +126,15 @@ class KeptStore {
   // segments, absolute paths; `disk[i]`: a disk-tier file) into the store's directory for step
   // `job` and writes its index of `records` (their `file` indexes `files`). An arena's unused
   // range is a hole (arenas are sparse): it costs nothing kept. Returns the bytes kept.
+  // `produced`: the files this rank produced in `local` mode (written as produced-<rank>).
   static Result<std::uint64_t> keep_rank(const KeptPlace& place, const std::string& job, int rank,
                                          std::span<const std::string> files,
                                          std::span<const bool> disk,
-                                         std::span<const KeptRecord> records);
+                                         std::span<const KeptRecord> records,
+                                         std::span<const KeptProduced> produced = {});
+  // The produced files the node's finished steps kept, newest step first, one per canonical
+  // path (the newest). Lists that are not whole, or not this user's own files, are not read.
+  static std::vector<KeptProduced> produced(const KeptPlace& place);
   // The node leader, after every rank of the node kept its part: the step is whole.
   static Status complete_step(const KeptPlace& place, const std::string& job);
   // Removes the table of job `job` (the node leader, at the step's end).

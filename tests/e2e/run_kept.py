@@ -16,7 +16,9 @@ compared with the file's own:
   9. eviction under readers: kept files in use stay, kept files nobody uses make room;
  10. the disk tier kept: a step whose memory budget holds almost nothing keeps its chunks on the
      disk tier; the next step adopts them from there; a byte changed in node 0's kept disk files
-     and a disk file of node 1 cut short: the right bytes, the mismatches counted.
+     and a disk file of node 1 cut short: the right bytes, the mismatches counted;
+ 11. files produced in `local` mode (no PFS copy) by rank 0 (node 0) and rank 2 (node 1) in one
+     step are stat'ed, read and mapped by every rank of the next step; nothing is on the PFS.
 """
 import argparse
 import hashlib
@@ -59,6 +61,35 @@ with open(out + '.' + str(rank), 'w') as f:
     f.write('\n'.join(lines) + '\n')
 if kill and rank == 1:
     os.kill(os.getpid(), 9)
+"""
+
+
+PRODUCE = r"""
+import hashlib, mmap, os, sys
+out_dir, role, result = sys.argv[1], sys.argv[2], sys.argv[3]
+rank = int(os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', '0')))
+def content(name, size):
+    return bytes((len(name) * 13 + k * 11) % 253 for k in range(size))
+files = {'made-by-0.bin': 5 * 65536 + 333, 'made-by-2.bin': 70000}
+lines = []
+if role == 'write':
+    for name, size in files.items():
+        if name == 'made-by-%d.bin' % rank:
+            with open(os.path.join(out_dir, name), 'wb') as f:
+                f.write(content(name, size))
+else:
+    for name, size in sorted(files.items()):
+        path = os.path.join(out_dir, name)
+        st = os.stat(path)
+        with open(path, 'rb') as f:
+            data = f.read()
+        with open(path, 'rb') as f:
+            with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as m:
+                mapped = m[:]
+        good = data == content(name, size) and mapped == data and st.st_size == size
+        lines.append('%s %s' % (name, 'ok' if good else 'bad %d %d' % (st.st_size, len(data))))
+with open(result + '.' + str(rank), 'w') as f:
+    f.write('\n'.join(lines) + '\n')
 """
 
 
@@ -320,6 +351,31 @@ def main():
               f"the changed disk bytes were caught ({s['integrity']['mismatches']} mismatches)")
         check(s["pfs"]["bytes_read"] <= now,
               f"at most the tree from the PFS again ({s['pfs']['bytes_read']} of {now} B)")
+
+        # Files produced in local mode by one step, read by the next (the PFS has no copy).
+        produce = os.path.join(job.root, "produce.py")
+        with open(produce, "w") as f:
+            f.write(PRODUCE)
+        out_dir = os.path.join(job.data, "out")
+        os.makedirs(out_dir)
+        made = {"LARDER_KEEP": "made", "LARDER_PRODUCE": out_dir, "LARDER_PRODUCE_MODE": "local",
+                "LARDER_NODE_SIZE": "2", "LARDER_LOG": os.environ.get("KEPT_LOG", "warn")}
+        for role in ("write", "read"):
+            stats = os.path.join(job.root, f"made-{role}.json")
+            result = os.path.join(job.root, f"made-{role}")
+            env = job.python_env(job.env(stats=stats, extra=made))
+            job.mpiexec(RANKS, [PYTHON, produce, out_dir, role, result], env, timeout=120)
+            s = read_stats(stats)
+            print(f"local mode, {role}: pfs {s['pfs']['bytes_read']} B, produced "
+                  f"{s.get('produce', {})}, adopted {s['kept']['bytes_adopted']} B", flush=True)
+        check(os.listdir(out_dir) == [], "local mode wrote nothing to the PFS")
+        for r in range(RANKS):
+            with open(f"{result}.{r}") as f:
+                got = f.read().split()
+            check(got == ["made-by-0.bin", "ok", "made-by-2.bin", "ok"],
+                  f"rank {r} of the next step read, stat'ed and mapped both produced files: {got}")
+        check(s["pfs"]["bytes_read"] == 0 and s["kept"]["bytes_adopted"] > 0,
+              "the next step read them from what step 1 kept, no PFS byte")
 
         # The test's stores go with its scratch directories; nothing of any job is left.
         job.check_clean_except_kept()

@@ -175,6 +175,64 @@ TEST(KeptStoreTest, TheNewestStepWinsAndAnOlderOriginFlagStays) {
   KeptStore::remove_table(node.place, "2222222222222222");
 }
 
+KeptProduced produced_file(const std::string& path, char answer) {
+  return KeptProduced{path, path + ".canonical", std::vector<std::byte>(40, std::byte(answer))};
+}
+
+// Keeps one rank's step holding produced files (one chunk record, so the step has an index).
+void keep_produced(Node& node, const std::string& job, std::span<const KeptProduced> produced) {
+  const std::string file = node.arena(job, "seg-0-1", 4096, 3);
+  KeptRecord r;
+  r.word = 500;
+  r.check = 7;
+  r.version = 99;
+  r.length = 4096;
+  const std::string files[] = {file};
+  const bool disk[] = {false};
+  const KeptRecord records[] = {r};
+  ASSERT_TRUE(KeptStore::keep_rank(node.place, job, 0, files, disk, records, produced).ok());
+  ASSERT_TRUE(KeptStore::complete_step(node.place, job).ok());
+}
+
+TEST(KeptStoreTest, ProducedFilesAreListedNewestStepFirstOncePerPath) {
+  Node node;
+  const KeptProduced older[] = {produced_file("/pfs/out/a", 'a'), produced_file("/pfs/out/b", 'b')};
+  keep_produced(node, "1111111111111111", older);
+  std::this_thread::sleep_for(20ms);  // the steps' completion times order them (ns mtimes)
+  const KeptProduced newer[] = {produced_file("/pfs/out/a", 'A')};
+  keep_produced(node, "3333333333333333", newer);
+  const std::vector<KeptProduced> found = KeptStore::produced(node.place);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].path, "/pfs/out/a");
+  EXPECT_EQ(found[0].canonical, "/pfs/out/a.canonical");
+  EXPECT_EQ(found[0].answer, std::vector<std::byte>(40, std::byte('A'))) << "the newer step's";
+  EXPECT_EQ(found[1].path, "/pfs/out/b");
+}
+
+TEST(KeptStoreTest, ATamperedProducedListOrAnUnfinishedStepIsNotRead) {
+  Node node;
+  const KeptProduced one[] = {produced_file("/pfs/out/a", 'a')};
+  keep_produced(node, "1111111111111111", one);
+  {
+    std::fstream f(node.place.shm_root() + "/1111111111111111/produced-0",
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-3, std::ios::end);
+    f.put('\x7f');
+  }
+  EXPECT_TRUE(KeptStore::produced(node.place).empty());
+  // A step whose leader did not mark it complete: its list is not read either.
+  const std::string job = "3333333333333333";
+  const std::string file = node.arena(job, "seg-0-1", 4096, 3);
+  KeptRecord r;
+  r.word = 600;
+  r.length = 4096;
+  const std::string files[] = {file};
+  const bool disk[] = {false};
+  const KeptRecord records[] = {r};
+  ASSERT_TRUE(KeptStore::keep_rank(node.place, job, 0, files, disk, records, one).ok());
+  EXPECT_TRUE(KeptStore::produced(node.place).empty());
+}
+
 TEST(KeptStoreTest, ASmallerBudgetTrimsTheLeastRecentlyUsedFirst) {
   Node node;
   node.keep_step("1111111111111111", 100, 4, 65536);
