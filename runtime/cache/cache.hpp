@@ -394,6 +394,10 @@ class Cache {
   // Whether a record naming a kept file of this node may be read here (marks the file used).
   bool kept_record_usable(const ChunkRecord& record);
   void record_placed(const Key& key, const ChunkRecord& record, bool origin = false);
+  // Claims every key of `lookups` in one batch and publishes `payloads[i]` under each key it
+  // claimed (keys another process holds are left as they are); returns how many were published.
+  std::uint64_t claim_and_publish(std::span<const Lookup> lookups,
+                                  std::span<const Payload> payloads);
   bool kept_elsewhere(const Key& key, std::uint64_t version, std::uint64_t length,
                       ChunkRecord* out);
   // A node file an earlier step kept whole becomes this step's node file `name` in place.

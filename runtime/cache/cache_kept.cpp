@@ -364,21 +364,9 @@ std::uint64_t Cache::publish_kept() {
   std::uint64_t published = 0;
   constexpr std::size_t kBatch = 4096;
   std::vector<Lookup> lookups;
-  std::vector<ChunkRecord> records;
+  std::vector<Payload> records;
   auto flush = [&] {
-    if (lookups.empty()) return;
-    std::vector<Result<Claim>> claims(lookups.size(), Status());
-    count_directory_ops(lookups.size());
-    directory_.acquire_many(lookups, claims);
-    std::vector<Directory::Final> finals;
-    for (std::size_t i = 0; i < lookups.size(); ++i) {
-      if (!claims[i].ok() || claims[i]->outcome != Claim::Outcome::kClaimed) continue;
-      finals.push_back(Directory::Final{lookups[i].key, pack(records[i]), true, false});
-    }
-    std::vector<Status> out(finals.size());
-    count_directory_ops(finals.size());
-    directory_.finish_many(finals, out);
-    for (const Status& st : out) published += st.ok() ? 1 : 0;
+    published += claim_and_publish(lookups, records);
     lookups.clear();
     records.clear();
   };
@@ -400,12 +388,30 @@ std::uint64_t Cache::publish_kept() {
     // first use in the step). Hashing every kept chunk here took most of a warm step's start.
     const Key key{r.word, r.check, r.home};
     lookups.push_back(Lookup{kept_key(key, r.version), kClaimIt});
-    records.push_back(record);
+    records.push_back(pack(record));
     if (lookups.size() == kBatch) flush();
   }
   flush();
   LARDER_LOG_INFO("published {} kept chunks of this node", published);
   return published;
+}
+
+std::uint64_t Cache::claim_and_publish(std::span<const Lookup> lookups,
+                                       std::span<const Payload> payloads) {
+  if (lookups.empty()) return 0;
+  std::vector<Result<Claim>> claims(lookups.size(), Status());
+  count_directory_ops(lookups.size());
+  directory_.acquire_many(lookups, claims);
+  std::vector<Directory::Final> finals;
+  for (std::size_t i = 0; i < lookups.size(); ++i) {
+    if (!claims[i].ok() || claims[i]->outcome != Claim::Outcome::kClaimed) continue;
+    finals.push_back(Directory::Final{lookups[i].key, payloads[i], true, false});
+  }
+  std::vector<Status> out(finals.size());
+  count_directory_ops(finals.size());
+  directory_.finish_many(finals, out);
+  return static_cast<std::uint64_t>(
+      std::count_if(out.begin(), out.end(), [](const Status& st) { return st.ok(); }));
 }
 
 std::uint64_t Cache::publish_kept_produced() {
@@ -443,21 +449,8 @@ std::uint64_t Cache::publish_kept_produced() {
     record.checked_s = now_s();
     std::vector<Lookup> lookups;
     for (const Key& k : produced_keys(p.path, p.canonical)) lookups.push_back(Lookup{k, kClaimIt});
-    std::vector<Result<Claim>> claims(lookups.size(), Status());
-    count_directory_ops(lookups.size());
-    directory_.acquire_many(lookups, claims);
-    std::vector<Directory::Final> finals;
-    for (std::size_t i = 0; i < lookups.size(); ++i) {
-      if (!claims[i].ok() || claims[i]->outcome != Claim::Outcome::kClaimed) continue;
-      finals.push_back(Directory::Final{lookups[i].key, pack(record), true, false});
-    }
-    std::vector<Status> out(finals.size());
-    count_directory_ops(finals.size());
-    directory_.finish_many(finals, out);
-    published += std::all_of(out.begin(), out.end(), [](const Status& s) { return s.ok(); }) &&
-                         !finals.empty()
-                     ? 1
-                     : 0;
+    const std::vector<Payload> answers(lookups.size(), pack(record));
+    published += claim_and_publish(lookups, answers) > 0 ? 1 : 0;
   }
   if (published > 0) {
     LARDER_LOG_INFO("published {} files produced in local mode by earlier steps", published);
