@@ -1,6 +1,7 @@
 #include "mpi_transport/mpi_job.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -126,28 +127,62 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
   Topology& t = job->topology_;
   t.rank = job->impl_->comm.rank();
   t.size = job->impl_->comm.size();
-  // Number physical nodes by the lowest rank on each.
-  int leader = t.rank;
-  const Status leaders_known = mpi::from_mpi(
-      MPI_Allreduce(&t.rank, &leader, 1, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
+  // Number physical nodes. Placed in equal blocks (every node's ranks consecutive, every node
+  // but the last `ppn` of them), a node is rank / ppn: one allreduce of three integers, nothing
+  // held per rank. Any other placement: every rank's node leader gathered (4 bytes per rank, to
+  // every rank), as before.
+  const int node_size = job->impl_->node_comm.size();
+  int first = t.rank;
+  Status known = mpi::from_mpi(
+      MPI_Allreduce(&t.rank, &first, 1, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
       "MPI_Allreduce");
-  if (Status s = agree(parent, leaders_known); !s.ok()) return s;
-  std::vector<int> leaders(static_cast<std::size_t>(t.size));
-  const Status gathered = mpi::from_mpi(
-      MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, job->comm_), "MPI_Allgather");
-  if (Status s = agree(parent, gathered); !s.ok()) return s;
-  std::vector<int> distinct = leaders;
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  job->host_of_.resize(static_cast<std::size_t>(t.size));
-  for (std::size_t r = 0; r < leaders.size(); ++r) {
-    job->host_of_[r] = static_cast<int>(
-        std::lower_bound(distinct.begin(), distinct.end(), leaders[r]) - distinct.begin());
+  if (Status s = agree(parent, known); !s.ok()) return s;
+  int last = t.rank;
+  known =
+      mpi::from_mpi(MPI_Allreduce(&t.rank, &last, 1, MPI_INT, MPI_MAX, job->impl_->node_comm.get()),
+                    "MPI_Allreduce");
+  if (Status s = agree(parent, known); !s.ok()) return s;
+  // {ppn, -ppn}: the largest and smallest node sizes; then whether every node is a block.
+  int sizes[2] = {node_size, -node_size};
+  known = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, job->comm_),
+                        "MPI_Allreduce");
+  if (Status s = agree(parent, known); !s.ok()) return s;
+  const int ppn = sizes[0];
+  int block =
+      last - first + 1 == node_size && first % ppn == 0 && (node_size == ppn || last == t.size - 1)
+          ? 1
+          : 0;
+  known = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, &block, 1, MPI_INT, MPI_MIN, job->comm_),
+                        "MPI_Allreduce");
+  if (Status s = agree(parent, known); !s.ok()) return s;
+  if (block == 1) {
+    t.block = ppn;
+  } else {
+    if (t.rank == 0) {
+      LARDER_LOG_INFO(
+          "ranks are not placed on nodes in equal blocks: every rank holds a table "
+          "of every rank's node ({} bytes)",
+          4 * t.size);
+    }
+    std::vector<int> leaders(static_cast<std::size_t>(t.size));
+    const Status gathered = mpi::from_mpi(
+        MPI_Allgather(&first, 1, MPI_INT, leaders.data(), 1, MPI_INT, job->comm_), "MPI_Allgather");
+    if (Status s = agree(parent, gathered); !s.ok()) return s;
+    std::vector<int> distinct = leaders;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    t.block = 0;
+    t.table.resize(static_cast<std::size_t>(t.size));
+    for (std::size_t r = 0; r < leaders.size(); ++r) {
+      t.table[r] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), leaders[r]) -
+                                    distinct.begin());
+    }
   }
   // Locality for the read path: real nodes, or emulated ones (consecutive groups of ranks).
-  t.node_of = job->host_of_;
   if (config.node_size > 0) {
-    for (int r = 0; r < t.size; ++r) t.node_of[static_cast<std::size_t>(r)] = r / config.node_size;
+    t.block = config.node_size;
+    t.table.clear();
+    t.table.shrink_to_fit();
   }
 
   char id[17] = {};
@@ -160,8 +195,7 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
 }
 
 int MpiJob::ranks_sharing_budget() const noexcept {
-  return std::max(
-      1, topology_.ranks_on_node(topology_.node_of[static_cast<std::size_t>(topology_.rank)]));
+  return std::max(1, topology_.ranks_on_node(topology_.node()));
 }
 
 Status MpiJob::barrier() {
@@ -230,6 +264,80 @@ Status MpiJob::reduce_detail(const ReportParts& parts, JobDetail& detail) {
   return s;
 }
 
+// Each rank sends each rank it asked what it asked (nonblocking synchronous sends), receives
+// whatever arrives, and joins a nonblocking barrier once its own sends are matched; the barrier
+// completes when every send in the job was received (Hoefler, Siebert and Lumsdaine's NBX). A
+// rank exchanges one message per rank it asked and per rank that asked it, never one per rank.
+Status MpiJob::exchange_load(const PeerLoad* load, std::uint64_t carried[2]) {
+  constexpr int kTag = 0x4c4c;  // Larder's own communicator: no application message has it
+  const std::vector<PeerLoad::Entry> entries =
+      load != nullptr ? load->entries() : std::vector<PeerLoad::Entry>{};
+  std::vector<std::array<std::uint64_t, 2>> out;
+  out.reserve(entries.size());
+  std::vector<MPI_Request> sends;
+  sends.reserve(entries.size());
+  for (const PeerLoad::Entry& e : entries) {
+    if (e.target == topology_.rank) {
+      carried[0] += e.bytes;
+      carried[1] += e.ops;
+      continue;
+    }
+    out.push_back({e.bytes, e.ops});
+    sends.push_back(MPI_REQUEST_NULL);
+    if (Status s = mpi::from_mpi(
+            MPI_Issend(out.back().data(), 2, MPI_UINT64_T, e.target, kTag, comm_, &sends.back()),
+            "MPI_Issend");
+        !s.ok()) {
+      return s;
+    }
+  }
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  bool barrier_started = false;
+  for (;;) {
+    int arrived = 0;
+    MPI_Status status;
+    if (Status s =
+            mpi::from_mpi(MPI_Iprobe(MPI_ANY_SOURCE, kTag, comm_, &arrived, &status), "MPI_Iprobe");
+        !s.ok()) {
+      return s;
+    }
+    if (arrived != 0) {
+      std::uint64_t in[2] = {0, 0};
+      if (Status s = mpi::from_mpi(
+              MPI_Recv(in, 2, MPI_UINT64_T, status.MPI_SOURCE, kTag, comm_, MPI_STATUS_IGNORE),
+              "MPI_Recv");
+          !s.ok()) {
+        return s;
+      }
+      carried[0] += in[0];
+      carried[1] += in[1];
+      continue;
+    }
+    int done = 0;
+    if (!barrier_started) {
+      if (Status s = mpi::from_mpi(
+              MPI_Testall(static_cast<int>(sends.size()), sends.data(), &done, MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+          !s.ok()) {
+        return s;
+      }
+      if (done != 0) {
+        if (Status s = mpi::from_mpi(MPI_Ibarrier(comm_, &barrier), "MPI_Ibarrier"); !s.ok()) {
+          return s;
+        }
+        barrier_started = true;
+      }
+    } else {
+      if (Status s = mpi::from_mpi(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE), "MPI_Test");
+          !s.ok()) {
+        return s;
+      }
+      if (done != 0) return {};
+    }
+    std::this_thread::yield();  // ranks of a node share its cores with the readers still ending
+  }
+}
+
 Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const PeerLoad* load,
                                            const ReportParts* parts) {
   std::vector<std::uint64_t> send;
@@ -269,41 +377,36 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
   total.latency_max_ns = max;
   total.ranks = topology_.size;
 
-  // The load each rank carried: what every rank asked of it, summed (one dense vector per
-  // quantity: ranks x 8 bytes), and what each rank did itself, gathered.
+  // The load each rank carried: what every rank asked of it, summed at the rank asked (one
+  // message from each asker, nothing between ranks that never met), then four numbers of each
+  // rank gathered to rank 0 for the distributions (rank 0 only holds one row per rank).
   const auto n = static_cast<std::size_t>(topology_.size);
-  std::vector<std::uint64_t> asked(2 * n, 0);
-  if (load != nullptr && static_cast<std::size_t>(load->ranks()) == n) {
-    const auto bytes = load->bytes();
-    const auto ops = load->directory_ops();
-    std::copy(bytes.begin(), bytes.end(), asked.begin());
-    std::copy(ops.begin(), ops.end(), asked.begin() + static_cast<std::ptrdiff_t>(n));
-  }
-  std::vector<std::uint64_t> carried(topology_.rank == 0 ? 2 * n : 0);
-  if (Status s = mpi::from_mpi(MPI_Reduce(asked.data(), carried.data(), static_cast<int>(2 * n),
-                                          MPI_UINT64_T, MPI_SUM, 0, comm_),
-                               "MPI_Reduce");
-      !s.ok()) {
-    return s;
-  }
-  const std::uint64_t own[2] = {mine.get(Counter::transport_gets), mine.get(Counter::wait_ns)};
-  std::vector<std::uint64_t> owns(topology_.rank == 0 ? 2 * n : 0);
+  std::uint64_t carried[2] = {0, 0};  // bytes served, directory operations received
+  if (Status s = exchange_load(load, carried); !s.ok()) return s;
+  const std::uint64_t own[4] = {carried[0], carried[1], mine.get(Counter::transport_gets),
+                                mine.get(Counter::wait_ns)};
+  std::vector<std::uint64_t> owns(topology_.rank == 0 ? 4 * n : 0);
   if (Status s = mpi::from_mpi(
-          MPI_Gather(own, 2, MPI_UINT64_T, owns.data(), 2, MPI_UINT64_T, 0, comm_), "MPI_Gather");
+          MPI_Gather(own, 4, MPI_UINT64_T, owns.data(), 4, MPI_UINT64_T, 0, comm_), "MPI_Gather");
       !s.ok()) {
     return s;
   }
   if (topology_.rank == 0) {
+    std::vector<std::uint64_t> served(n);
+    std::vector<std::uint64_t> received(n);
     std::vector<std::uint64_t> gets(n);
     std::vector<std::uint64_t> waits(n);
     for (std::size_t r = 0; r < n; ++r) {
-      gets[r] = owns[2 * r];
-      waits[r] = owns[2 * r + 1];
+      served[r] = owns[4 * r];
+      received[r] = owns[4 * r + 1];
+      gets[r] = owns[4 * r + 2];
+      waits[r] = owns[4 * r + 3];
     }
-    const std::span<const int> nodes(topology_.node_of);
+    std::vector<int> nodes(n);  // rank 0 only, at finalize, beside the gathered values
+    for (std::size_t r = 0; r < n; ++r) nodes[r] = topology_.node_of(static_cast<int>(r));
     Skew skew;
-    skew.bytes_served = spread_of(std::span(carried.data(), n), nodes);
-    skew.directory_ops_received = spread_of(std::span(carried.data() + n, n), nodes);
+    skew.bytes_served = spread_of(served, nodes);
+    skew.directory_ops_received = spread_of(received, nodes);
     skew.remote_fetches = spread_of(gets, nodes);
     skew.wait_ns = spread_of(waits, nodes);
     total.skew = skew;

@@ -65,6 +65,9 @@ class MpiJob {
   // Sums the snapshots of all ranks, with the per-rank distributions of the load (skew, from
   // `load` and each rank's own counters) and, given `parts`, the job's timeline and file lists
   // (detail: every rank moves a fixed amount, whatever the job's size); meaningful on rank 0.
+  // What every rank asked of this one (bytes served, directory operations received), summed
+  // here: a sparse exchange, one message per pair of ranks that met (NBX).
+  Status exchange_load(const PeerLoad* load, std::uint64_t carried[2]);
   Result<StatsSnapshot> reduce_stats(const StatsSnapshot& mine, const PeerLoad* load,
                                      const ReportParts* parts = nullptr);
   // The MPI library's version (its first line).
@@ -100,7 +103,6 @@ class MpiJob {
   std::unique_ptr<Impl> impl_;
   Topology topology_;
   std::string job_id_;
-  std::vector<int> host_of_;  // physical node of every rank (MPI_COMM_TYPE_SHARED)
   int node_rank_ = 0;
   MPI_Comm comm_ = MPI_COMM_NULL;  // owned by impl_
 };

@@ -74,8 +74,7 @@ Session::~Session() {
 Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_share) {
   if (disk_share > 0 && !config_.keep.empty()) {
     // Kept disk-tier files are linked here as segments (links do not cross file systems).
-    const int node =
-        topology_.node_of.empty() ? 0 : topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+    const int node = topology_.node();
     const std::string files = job_dir_.disk_job_dir() + "/files-" + std::to_string(node);
     if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) disk_files_dir_ = files;
   }
@@ -84,8 +83,7 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
     if (!arena.ok()) return arena.status();
     tiers_.set(Tier::kMem, std::move(*arena));
     // Node files (Cache::node_file) of this node (a real or an emulated one), beside the arenas.
-    const int node =
-        topology_.node_of.empty() ? 0 : topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+    const int node = topology_.node();
     const std::string files = job_dir_.shm_job_dir() + "/files-" + std::to_string(node);
     if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) {
       node_files_dir_ = files;
@@ -111,8 +109,7 @@ Status Session::build_local_tiers(std::uint64_t mem_share, std::uint64_t disk_sh
   if (segments_ == nullptr && !disk_files_dir_.empty()) {
     // No memory tier, a kept disk tier: segments for the kept disk-tier files an earlier step
     // left (and produced files in local mode), but no node files (they would live in memory).
-    const int node =
-        topology_.node_of.empty() ? 0 : topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+    const int node = topology_.node();
     const std::string files = job_dir_.shm_job_dir() + "/files-" + std::to_string(node);
     if (sys::mkdir(files.c_str(), 0700) == 0 || errno == EEXIST) {
       segments_ = std::make_unique<Segments>(files, topology_.rank, disk_files_dir_);
@@ -136,7 +133,7 @@ KeptPlace Session::kept_place_of(const std::string& name) const {
   place.shm_base = job_dir_.shm_base();
   place.disk_base = job_dir_.disk_base();
   place.name = name;
-  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  const int node = topology_.node();
   place.node = config_.node_size > 0 ? "node-" + std::to_string(node) : "host";
   return place;
 }
@@ -200,7 +197,7 @@ void Session::complete_kept(bool leader) {
 
 void Session::build_node_table() {
   MpiJob& mpi = *mpi_;
-  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  const int node = topology_.node();
   const std::string path = job_dir_.shm_job_dir() + "/node-" + std::to_string(node) + ".table";
   const bool leader = topology_.leader_of(node) == topology_.rank;
   Status made;
@@ -531,7 +528,7 @@ Status Session::close_mpi() {
   tiers_ = LocalTiers();
   peers_.reset();
   // The leader of each node (emulated nodes too: each has a store of its own) completes it.
-  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  const int node = topology_.node();
   complete_kept(topology_.leader_of(node) == topology_.rank);
   if (mpi.node_leader()) job_dir_.remove_all();
   return result;

@@ -44,9 +44,7 @@ Cache::Cache(CacheParts parts)
   group_size_ = node_ != nullptr ? config_.group_size(nodes_) : 0;
   tree_fanout_ = group_size_ > 0 ? std::max(1u, config_.fanout / 2) : config_.fanout;
   if (group_size_ > 0) {
-    const auto node_of = [&](int r) {
-      return static_cast<std::uint64_t>(topology_.node_of[static_cast<std::size_t>(r)]);
-    };
+    const auto node_of = [&](int r) { return static_cast<std::uint64_t>(topology_.node_of(r)); };
     group_ = node_of(topology_.rank) / group_size_;
     groups_ = (nodes_ + group_size_ - 1) / group_size_;
     group_nodes_ = std::min(group_size_, nodes_ - group_ * group_size_);

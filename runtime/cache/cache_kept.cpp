@@ -352,11 +352,11 @@ std::uint64_t Cache::publish_kept() {
   // One node: no other node to serve.
   if (kept_ == nullptr || closing() || nodes_ <= 1) return 0;
   // The node's ranks share the work: slot i goes to the node's rank i mod (ranks on the node).
-  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  const int node = topology_.node();
   std::uint64_t ranks = 0;
   std::uint64_t mine = 0;
   for (int r = 0; r < topology_.size; ++r) {
-    if (topology_.node_of[static_cast<std::size_t>(r)] != node) continue;
+    if (topology_.node_of(r) != node) continue;
     if (r == topology_.rank) mine = ranks;
     ++ranks;
   }
@@ -416,7 +416,7 @@ std::uint64_t Cache::claim_and_publish(std::span<const Lookup> lookups,
 
 std::uint64_t Cache::publish_kept_produced() {
   if (kept_ == nullptr || kept_place_ == nullptr || closing()) return 0;
-  const int node = topology_.node_of[static_cast<std::size_t>(topology_.rank)];
+  const int node = topology_.node();
   if (topology_.leader_of(node) != topology_.rank) return 0;
   std::uint64_t published = 0;
   for (const KeptProduced& p : KeptStore::produced(*kept_place_)) {

@@ -74,9 +74,7 @@ bool Cache::verified(std::span<const std::byte> bytes, std::uint64_t expected, i
   stats_.add(Counter::integrity_ns, ns_since(start));
   if (h == expected) return true;
   stats_.add(Counter::integrity_mismatches);
-  const int node = holder >= 0 && holder < topology_.size
-                       ? topology_.node_of[static_cast<std::size_t>(holder)]
-                       : -1;
+  const int node = holder >= 0 && holder < topology_.size ? topology_.node_of(holder) : -1;
   if (t_file != nullptr) {
     LARDER_LOG_LIMITED(kWarn,
                        "integrity: chunk {} of {} ({} bytes) from {} (rank {}, node {}) does not "

@@ -1,27 +1,32 @@
 #include "runtime/stats/peer_load.hpp"
 
+#include <algorithm>
+
 namespace larder {
 
-PeerLoad::PeerLoad(int ranks)
-    : ranks_(ranks > 0 ? ranks : 1),
-      ops_(new std::atomic<std::uint64_t>[static_cast<std::size_t>(ranks_)]()),
-      bytes_(new std::atomic<std::uint64_t>[static_cast<std::size_t>(ranks_)]()) {}
+void PeerLoad::add(int target, std::uint64_t ops, std::uint64_t bytes) {
+  if (target < 0 || target >= ranks_) return;
+  std::lock_guard lock(mu_);
+  Load& l = load_[target];
+  l.ops += ops;
+  l.bytes += bytes;
+}
 
-namespace {
-std::vector<std::uint64_t> copy(const std::atomic<std::uint64_t>* a, int n) {
-  std::vector<std::uint64_t> out(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i)
-    out[static_cast<std::size_t>(i)] = a[i].load(std::memory_order_relaxed);
+std::vector<PeerLoad::Entry> PeerLoad::entries() const {
+  std::vector<Entry> out;
+  {
+    std::lock_guard lock(mu_);
+    out.reserve(load_.size());
+    for (const auto& [target, l] : load_) out.push_back(Entry{target, l.ops, l.bytes});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Entry& a, const Entry& b) { return a.target < b.target; });
   return out;
 }
-}  // namespace
 
-std::vector<std::uint64_t> PeerLoad::directory_ops() const {
-  return copy(ops_.get(), ranks_);
-}
-
-std::vector<std::uint64_t> PeerLoad::bytes() const {
-  return copy(bytes_.get(), ranks_);
+std::size_t PeerLoad::size() const {
+  std::lock_guard lock(mu_);
+  return load_.size();
 }
 
 }  // namespace larder

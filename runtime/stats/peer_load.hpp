@@ -1,35 +1,49 @@
-// PeerLoad: what this rank asked of every other rank: directory operations sent to its shard and
-// bytes copied out of its memory. One-sided operations leave no trace at their target, so the
-// load a rank carries is counted by the ranks that cause it and summed over the job at finalize
-// (MpiJob::reduce_peer_load): the per-rank distributions of the stats JSON (docs/stats, "skew").
-// Dense arrays of relaxed atomics, one slot per rank of the job.
+// PeerLoad: what this rank asked of other ranks: directory operations sent to their shards and
+// bytes copied out of their memory. One-sided operations leave no trace at their target, so the
+// load a rank carries is counted by the ranks that cause it and sent to it at finalize
+// (MpiJob::reduce_stats: one message to each rank asked, nothing to the others), for the
+// per-rank distributions of the stats JSON (docs/stats, "skew").
+//
+// Sparse: one entry per rank actually asked (not per rank of the job), so what a rank holds here
+// grows with the peers it used, never with the job's size.
 #ifndef LARDER_RUNTIME_STATS_PEER_LOAD_HPP_
 #define LARDER_RUNTIME_STATS_PEER_LOAD_HPP_
 
-#include <atomic>
+#include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace larder {
 
 class PeerLoad {
  public:
-  explicit PeerLoad(int ranks);
+  explicit PeerLoad(int ranks) : ranks_(ranks > 0 ? ranks : 1) {}
   int ranks() const noexcept { return ranks_; }
-  void directory_op(int target, std::uint64_t n = 1) noexcept { add(ops_.get(), target, n); }
-  void fetched(int target, std::uint64_t bytes) noexcept { add(bytes_.get(), target, bytes); }
-  // Copies of the arrays (ranks() values each).
-  std::vector<std::uint64_t> directory_ops() const;
-  std::vector<std::uint64_t> bytes() const;
+  void directory_op(int target, std::uint64_t n = 1) { add(target, n, 0); }
+  void fetched(int target, std::uint64_t bytes) { add(target, 0, bytes); }
+
+  struct Entry {
+    int target = 0;
+    std::uint64_t ops = 0;    // directory operations sent to `target`
+    std::uint64_t bytes = 0;  // bytes copied out of `target`'s memory
+  };
+  // Every rank asked, by rank.
+  std::vector<Entry> entries() const;
+  // Ranks asked so far (the entries held).
+  std::size_t size() const;
 
  private:
-  void add(std::atomic<std::uint64_t>* a, int target, std::uint64_t n) noexcept {
-    if (target >= 0 && target < ranks_) a[target].fetch_add(n, std::memory_order_relaxed);
-  }
+  struct Load {
+    std::uint64_t ops = 0;
+    std::uint64_t bytes = 0;
+  };
+  void add(int target, std::uint64_t ops, std::uint64_t bytes);
+
   int ranks_;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> ops_;    // relaxed: statistics only
-  std::unique_ptr<std::atomic<std::uint64_t>[]> bytes_;  // relaxed: statistics only
+  mutable std::mutex mu_;
+  std::unordered_map<int, Load> load_;  // guarded by mu_
 };
 
 }  // namespace larder

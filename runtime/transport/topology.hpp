@@ -1,9 +1,17 @@
 // Topology: which ranks share a node. With LARDER_NODE_SIZE=k, consecutive groups of k ranks are
 // treated as nodes, so one machine can test node boundaries (reads across an emulated boundary
 // go through the transport even though the memory is reachable).
+//
+// A rank holds nothing per rank of the job when ranks are placed on nodes in equal blocks (every
+// node's ranks consecutive, every node but the last `block` of them): the placement schedulers
+// and launchers make by default (Slurm's block distribution, Hydra's and Open MPI's by-slot
+// mapping), and emulated nodes. Then a rank's node is `rank / block`. Other placements (cyclic,
+// uneven) keep one entry per rank (`table`, 4 bytes each); MpiJob::create says which it found.
 #ifndef LARDER_RUNTIME_TRANSPORT_TOPOLOGY_HPP_
 #define LARDER_RUNTIME_TRANSPORT_TOPOLOGY_HPP_
 
+#include <algorithm>
+#include <cstddef>
 #include <vector>
 
 namespace larder {
@@ -11,26 +19,36 @@ namespace larder {
 struct Topology {
   int rank = 0;
   int size = 1;
-  std::vector<int> node_of{0};  // node index of each rank
+  int block = 1;           // > 0: node of rank r = r / block; 0: `table`
+  std::vector<int> table;  // node index of each rank (block == 0 only)
 
-  bool same_node(int a, int b) const noexcept { return node_of[a] == node_of[b]; }
+  int node_of(int r) const noexcept {
+    return block > 0 ? r / block : table[static_cast<std::size_t>(r)];
+  }
+  int node() const noexcept { return node_of(rank); }
+  bool same_node(int a, int b) const noexcept { return node_of(a) == node_of(b); }
   int node_count() const noexcept {
+    if (block > 0) return (size + block - 1) / block;
     int n = 0;
-    for (int v : node_of) n = v + 1 > n ? v + 1 : n;
+    for (int v : table) n = v + 1 > n ? v + 1 : n;
     return n;
   }
   // The lowest rank of `node` (its leader), or -1.
   int leader_of(int node) const noexcept {
-    for (int r = 0; r < static_cast<int>(node_of.size()); ++r) {
-      if (node_of[static_cast<std::size_t>(r)] == node) return r;
+    if (block > 0) return node >= 0 && node * block < size ? node * block : -1;
+    for (int r = 0; r < static_cast<int>(table.size()); ++r) {
+      if (table[static_cast<std::size_t>(r)] == node) return r;
     }
     return -1;
   }
   int ranks_on_node(int node) const noexcept {
+    if (block > 0) return std::max(0, std::min(block, size - node * block));
     int n = 0;
-    for (int v : node_of) n += v == node ? 1 : 0;
+    for (int v : table) n += v == node ? 1 : 0;
     return n;
   }
+  // Bytes this rank holds for the other ranks of the job (Fabric::peer_state counts them too).
+  std::size_t bytes_per_job() const noexcept { return table.size() * sizeof(int); }
 };
 
 }  // namespace larder

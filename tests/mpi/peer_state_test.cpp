@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "mpi_transport/mpi_job.hpp"
+#include "runtime/config/config.hpp"
 #include "runtime/tier/arena.hpp"
 #include "runtime/tier/local_tiers.hpp"
 #include "runtime/transport/progress_thread.hpp"
@@ -139,6 +141,63 @@ TEST_F(PeerStateTest, ReadingHoldsStateForThePeersReadFromOnly) {
         "after reading from 2 ranks at %d ranks: at most %llu peers, %llu B of peer state\n", size_,
         static_cast<unsigned long long>(peers), static_cast<unsigned long long>(peer_bytes));
   }
+}
+
+// Which node each rank is on, without a table of the ranks: ranks placed in equal blocks (as
+// here, and as launchers place them by default) give node = rank / ranks per node, found with
+// three small allreduces instead of gathering every rank's node to every rank.
+TEST(TopologyTest, RanksPlacedInBlocksHoldNothingPerRankOfTheJob) {
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // What MPI says: every rank's node leader (the test's own table).
+  MPI_Comm host = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  int leader = rank;
+  MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, host);
+  MPI_Comm_free(&host);
+  std::vector<int> leaders(static_cast<std::size_t>(size));
+  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int node_size : {0, 2, 3}) {
+    Config config;
+    config.node_size = node_size;
+    auto job = MpiJob::create(MPI_COMM_WORLD, config);
+    ASSERT_TRUE(job.ok()) << job.status().to_string();
+    const Topology& t = (*job)->topology();
+    EXPECT_EQ(t.bytes_per_job(), 0u) << "node_size " << node_size;
+    for (int r = 0; r < size; ++r) {
+      if (node_size > 0) {
+        EXPECT_EQ(t.node_of(r), r / node_size);
+      } else {
+        EXPECT_EQ(t.same_node(r, rank), leaders[static_cast<std::size_t>(r)] == leader) << r;
+        EXPECT_EQ(t.leader_of(t.node_of(r)), leaders[static_cast<std::size_t>(r)]) << r;
+      }
+    }
+    int counted = 0;
+    for (int n = 0; n < t.node_count(); ++n) counted += t.ranks_on_node(n);
+    EXPECT_EQ(counted, size);
+  }
+}
+
+TEST(TopologyTest, BlocksWithAShorterLastNode) {
+  Topology t;
+  t.size = 10;
+  t.block = 4;
+  EXPECT_EQ(t.node_count(), 3);
+  EXPECT_EQ(t.node_of(9), 2);
+  EXPECT_EQ(t.leader_of(2), 8);
+  EXPECT_EQ(t.ranks_on_node(2), 2);
+  EXPECT_EQ(t.ranks_on_node(0), 4);
+  EXPECT_EQ(t.leader_of(3), -1);
+  Topology cyclic;  // ranks placed round robin on 2 nodes: the table
+  cyclic.size = 4;
+  cyclic.block = 0;
+  cyclic.table = {0, 1, 0, 1};
+  EXPECT_EQ(cyclic.node_count(), 2);
+  EXPECT_EQ(cyclic.leader_of(1), 1);
+  EXPECT_TRUE(cyclic.same_node(0, 2));
+  EXPECT_EQ(cyclic.bytes_per_job(), 4 * sizeof(int));
 }
 
 }  // namespace

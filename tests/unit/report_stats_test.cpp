@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/stats/file_top.hpp"
+#include "runtime/stats/peer_load.hpp"
 #include "runtime/stats/stats.hpp"
 #include "runtime/stats/timeline.hpp"
 
@@ -183,6 +184,25 @@ TEST(FileTopTest, ConcurrentOperationsAreAllCounted) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(top.lists().by_ops[0].ops, 4000u);
+}
+
+TEST(PeerLoadTest, HoldsOnlyTheRanksAskedWhateverTheJobsSize) {
+  PeerLoad load(98304);
+  load.directory_op(7);
+  load.directory_op(7, 2);
+  load.fetched(98303, 4096);
+  load.fetched(7, 10);
+  load.directory_op(98304);  // not a rank of the job: ignored
+  load.fetched(-1, 5);
+  ASSERT_EQ(load.size(), 2u);
+  const auto entries = load.entries();
+  ASSERT_EQ(entries.size(), 2u);
+  EXPECT_EQ(entries[0].target, 7);
+  EXPECT_EQ(entries[0].ops, 3u);
+  EXPECT_EQ(entries[0].bytes, 10u);
+  EXPECT_EQ(entries[1].target, 98303);
+  EXPECT_EQ(entries[1].ops, 0u);
+  EXPECT_EQ(entries[1].bytes, 4096u);
 }
 
 TEST(SpreadTest, NamesTheHotSpotItsNodeAndCountsRanksByPowerOfTwo) {
