@@ -106,21 +106,21 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
                "MPI was initialized without MPI_THREAD_MULTIPLE; larder needs it for its "
                "progress thread (use MPI_Init_thread, or let larder's MPI_Init hook ask for it)");
   }
-  if (Status s = agree(parent, thread_ok); !s.ok()) return s;
 
-  // Every rank takes every collective step and then agrees (one allreduce on the parent) on
-  // whether all ranks succeeded: a step that failed on one rank makes every rank return the
-  // same error here, instead of leaving the others waiting in the next collective.
+  // Every rank takes every collective step and then agrees (one allreduce on the parent, or a
+  // word of the step's own allreduce) on whether all ranks succeeded: a step that failed on one
+  // rank makes every rank return the same error here, instead of leaving the others waiting in
+  // the next collective. Steps that cannot leave ranks apart share one agreement.
   std::unique_ptr<MpiJob> job(new MpiJob());
   auto comm = mpi::Comm::dup(parent);
-  if (Status s = agree(parent, comm.status()); !s.ok()) return s;
+  if (Status s = agree(parent, !thread_ok.ok() ? thread_ok : comm.status()); !s.ok()) return s;
   job->impl_->comm = std::move(*comm);
   job->comm_ = job->impl_->comm.get();
-  Status handler = mpi::from_mpi(MPI_Comm_set_errhandler(job->comm_, MPI_ERRORS_RETURN),
-                                 "MPI_Comm_set_errhandler");
-  if (Status s = agree(parent, handler); !s.ok()) return s;
+  Status made = mpi::from_mpi(MPI_Comm_set_errhandler(job->comm_, MPI_ERRORS_RETURN),
+                              "MPI_Comm_set_errhandler");
   auto node = mpi::Comm::split_shared(job->comm_);
-  if (Status s = agree(parent, node.status()); !s.ok()) return s;
+  if (made.ok()) made = node.status();
+  if (Status s = agree(parent, made); !s.ok()) return s;
   job->impl_->node_comm = std::move(*node);
   job->node_rank_ = job->impl_->node_comm.rank();
 
@@ -128,33 +128,38 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
   t.rank = job->impl_->comm.rank();
   t.size = job->impl_->comm.size();
   // Number physical nodes. Placed in equal blocks (every node's ranks consecutive, every node
-  // but the last `ppn` of them), a node is rank / ppn: one allreduce of three integers, nothing
-  // held per rank. Any other placement: every rank's node leader gathered (4 bytes per rank, to
-  // every rank), as before.
+  // but the last `ppn` of them), a node is rank / ppn: found with one allreduce on the node and
+  // two on the job, each carrying its agreement, and nothing held per rank. Any other
+  // placement: every rank's node leader gathered (4 bytes per rank, to every rank), as before.
   const int node_size = job->impl_->node_comm.size();
-  int first = t.rank;
-  Status known = mpi::from_mpi(
-      MPI_Allreduce(&t.rank, &first, 1, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
+  int ends[2] = {t.rank, -t.rank};  // -> the node's lowest rank, minus its highest
+  const Status on_node = mpi::from_mpi(
+      MPI_Allreduce(MPI_IN_PLACE, ends, 2, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
       "MPI_Allreduce");
-  if (Status s = agree(parent, known); !s.ok()) return s;
-  int last = t.rank;
-  known =
-      mpi::from_mpi(MPI_Allreduce(&t.rank, &last, 1, MPI_INT, MPI_MAX, job->impl_->node_comm.get()),
-                    "MPI_Allreduce");
-  if (Status s = agree(parent, known); !s.ok()) return s;
-  // {ppn, -ppn}: the largest and smallest node sizes; then whether every node is a block.
-  int sizes[2] = {node_size, -node_size};
-  known = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, job->comm_),
-                        "MPI_Allreduce");
-  if (Status s = agree(parent, known); !s.ok()) return s;
+  const int first = ends[0];
+  const int last = -ends[1];
+  // The largest and smallest node sizes, and the lowest rank whose step failed (as -rank).
+  int sizes[3] = {node_size, -node_size, on_node.ok() ? INT32_MIN : -t.rank};
+  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 3, MPI_INT, MPI_MAX, job->comm_),
+                               "MPI_Allreduce");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = verdict(sizes[2] == INT32_MIN ? INT32_MAX : -sizes[2], on_node, "start");
+      !s.ok()) {
+    return s;
+  }
   const int ppn = sizes[0];
+  // Whether every node is one block of ppn ranks (the last may be shorter).
   int block =
       last - first + 1 == node_size && first % ppn == 0 && (node_size == ppn || last == t.size - 1)
           ? 1
           : 0;
-  known = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, &block, 1, MPI_INT, MPI_MIN, job->comm_),
-                        "MPI_Allreduce");
-  if (Status s = agree(parent, known); !s.ok()) return s;
+  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, &block, 1, MPI_INT, MPI_MIN, job->comm_),
+                               "MPI_Allreduce");
+      !s.ok()) {
+    return s;
+  }
   if (block == 1) {
     t.block = ppn;
   } else {
