@@ -177,6 +177,7 @@ TEST(TopologyTest, RanksPlacedInBlocksHoldNothingPerRankOfTheJob) {
     int counted = 0;
     for (int n = 0; n < t.node_count(); ++n) counted += t.ranks_on_node(n);
     EXPECT_EQ(counted, size);
+    EXPECT_TRUE((*job)->close().ok());  // its communicators freed (collective)
   }
 }
 
