@@ -386,6 +386,9 @@ std::uint64_t Cache::publish_kept() {
     record.hash = r.hash;
     // Not hashed here: the node that copies it checks it on arrival (and this node, at its
     // first use in the step). Hashing every kept chunk here took most of a warm step's start.
+    // But a record past the end of its kept file (cut short: a torn write) is not published:
+    // no reader could be served from it.
+    if (node_bytes(record).size() != record.length) continue;
     const Key key{r.word, r.check, r.home};
     lookups.push_back(Lookup{kept_key(key, r.version), kClaimIt});
     records.push_back(pack(record));
