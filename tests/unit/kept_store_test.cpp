@@ -179,8 +179,10 @@ KeptProduced produced_file(const std::string& path, char answer) {
   return KeptProduced{path, path + ".canonical", std::vector<std::byte>(40, std::byte(answer))};
 }
 
-// Keeps one rank's step holding produced files (one chunk record, so the step has an index).
-void keep_produced(Node& node, const std::string& job, std::span<const KeptProduced> produced) {
+// Keeps one rank's step holding produced files (one chunk record, so the step has an index),
+// and marks the step complete unless `complete` is false (its leader did not finish).
+void keep_produced(Node& node, const std::string& job, std::span<const KeptProduced> produced,
+                   bool complete = true) {
   const std::string file = node.arena(job, "seg-0-1", 4096, 3);
   KeptRecord r;
   r.word = 500;
@@ -191,7 +193,9 @@ void keep_produced(Node& node, const std::string& job, std::span<const KeptProdu
   const bool disk[] = {false};
   const KeptRecord records[] = {r};
   ASSERT_TRUE(KeptStore::keep_rank(node.place, job, 0, files, disk, records, produced).ok());
-  ASSERT_TRUE(KeptStore::complete_step(node.place, job).ok());
+  if (complete) {
+    ASSERT_TRUE(KeptStore::complete_step(node.place, job).ok());
+  }
 }
 
 TEST(KeptStoreTest, ProducedFilesAreListedNewestStepFirstOncePerPath) {
@@ -221,15 +225,7 @@ TEST(KeptStoreTest, ATamperedProducedListOrAnUnfinishedStepIsNotRead) {
   }
   EXPECT_TRUE(KeptStore::produced(node.place).empty());
   // A step whose leader did not mark it complete: its list is not read either.
-  const std::string job = "3333333333333333";
-  const std::string file = node.arena(job, "seg-0-1", 4096, 3);
-  KeptRecord r;
-  r.word = 600;
-  r.length = 4096;
-  const std::string files[] = {file};
-  const bool disk[] = {false};
-  const KeptRecord records[] = {r};
-  ASSERT_TRUE(KeptStore::keep_rank(node.place, job, 0, files, disk, records, one).ok());
+  keep_produced(node, "3333333333333333", one, /*complete=*/false);
   EXPECT_TRUE(KeptStore::produced(node.place).empty());
 }
 
