@@ -139,6 +139,8 @@ DETAIL_GROUPS = (
         ("kept.bytes_evicted", "kept bytes evicted"),
         ("kept.bytes_dropped_changed", "kept bytes dropped: their file changed"),
         ("kept.bytes_dropped_unfinished", "kept bytes dropped: their writer did not finish"),
+        ("kept.answers_adopted", "stat answers and listings an earlier step kept, used"),
+        ("kept.answers_kept", "stat answers and listings left for later steps"),
     )),
     ("Integrity", (
         ("integrity.checked", "chunks checked against their content hash"),

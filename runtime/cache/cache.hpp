@@ -402,6 +402,16 @@ class Cache {
                       ChunkRecord* out);
   // A node file an earlier step kept whole becomes this step's node file `name` in place.
   bool kept_node_file(const CachedFile& file, const std::string& name);
+  // Stat answers and listings (cache_kept.cpp): note_answer marks `key` as an answer this rank
+  // resolved for its node (a listing's with its path), kept at the step's end with its bytes;
+  // kept_answer gives a kept answer's bytes (payload, then a listing's blob), checked.
+  void note_answer(const Key& key, const std::string* listing = nullptr);
+  bool kept_answer(const Key& key, std::vector<std::byte>* bytes);
+  void collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecord>* records);
+  // A kept path answer this step may use as it is (LARDER_REVALIDATE=0), or a kept listing it
+  // may use after one stat of the directory; false: ask the PFS.
+  bool kept_path_answer(const std::string& path, bool link, Loaded* out);
+  bool kept_listing(const std::string& path, Loaded* out);
 
   bool memo_find(const Key& key, Payload* out);
   void memo_put(const Key& key, const Payload& payload);
@@ -444,6 +454,8 @@ class Cache {
   std::unordered_map<std::uint32_t, std::uint32_t> kept_uses_;  // guarded by kept_mu_ (no table)
   std::vector<KeptRecord> placed_;      // guarded by kept_mu_: what this rank placed, to keep
   std::vector<KeptProduced> produced_;  // guarded by kept_mu_: produced in local mode, to keep
+  std::vector<Key> noted_answers_;      // guarded by kept_mu_: see note_answer()
+  std::vector<std::pair<Key, std::string>> noted_listings_;  // guarded by kept_mu_
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so
   // remembering them saves a lookup (a remote atomic can cost milliseconds under Open MPI).

@@ -348,6 +348,9 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
   resolve_bulk(
       paths, kClaimIt, [&](const BulkItem& it) { return load_path(it.path, false); },
       [](std::vector<BulkItem>&, const std::vector<std::size_t>&) {}, nullptr);
+  for (const BulkItem& it : paths) {
+    if (it.answer.kind == Answer::Kind::kCached) note_answer(it.key);  // resolved for the node
+  }
   // Phase 2: the data of its small files (one chunk at most), known by their stat answers.
   const std::uint64_t small = std::min(config_.small_file, config_.chunk_size);
   std::vector<BulkItem> chunks;

@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_set>
 
 #include "runtime/cache/cache.hpp"
 #include "runtime/cache/cache_resolve.hpp"
@@ -143,7 +146,7 @@ bool Cache::adopt_kept(const Key& key, std::uint64_t version, std::uint64_t leng
                        const ChunkRecord* into, ChunkRecord* out) {
   if (kept_ == nullptr || closing()) return false;
   const KeptRecord* r = kept_->find(key);
-  if (r == nullptr) return false;
+  if (r == nullptr || (r->flags & KeptRecord::kAnswer) != 0) return false;
   if (r->version != version || r->length != length || version == 0) {
     // Another version of the file (it changed or went between the steps): never these bytes.
     stats_.add(Counter::kept_bytes_dropped_changed, r->length);
@@ -208,7 +211,7 @@ bool Cache::make_room(Tier tier, std::uint64_t length) {
        n < kept_->file_count() && freed < length; n = next.load()) {
     if (!next.compare_exchange_strong(n, n + 1)) continue;
     const KeptStore::File& file = kept_->file(n);
-    if (file.disk != (tier == Tier::kDisk)) continue;
+    if (file.disk != (tier == Tier::kDisk) || file.answers) continue;
     bool evicted = false;
     auto adopted = kept_file(n, false, &evicted);
     if (!evicted && adopted.ok() && config_.verify && kept_use(n, false)) {
@@ -275,12 +278,170 @@ Result<std::uint64_t> Cache::keep_step(const std::string& job) {
     r.segment = 0;
     kept.push_back(r);
   }
+  std::vector<std::byte> answers;
+  std::vector<KeptRecord> answer_records;
+  collect_answers(&answers, &answer_records);
   std::unique_ptr<bool[]> flags(new bool[disk.size()]);
   for (std::size_t i = 0; i < disk.size(); ++i) flags[i] = disk[i];
   auto n = KeptStore::keep_rank(*kept_place_, job, topology_.rank, files,
-                                std::span<const bool>(flags.get(), disk.size()), kept, produced);
-  if (n.ok()) stats_.add(Counter::kept_bytes_kept, *n);
+                                std::span<const bool>(flags.get(), disk.size()), kept, produced,
+                                answers, answer_records);
+  if (n.ok()) {
+    stats_.add(Counter::kept_bytes_kept, *n);
+    stats_.add(Counter::kept_answers_kept, answer_records.size());
+  }
   return n;
+}
+
+// ---- stat answers and listings ---------------------------------------------------------------
+
+void Cache::note_answer(const Key& key, const std::string* listing) {
+  if (kept_place_ == nullptr) return;
+  std::lock_guard lock(kept_mu_);
+  if (listing != nullptr) {
+    noted_listings_.emplace_back(key, *listing);
+  } else {
+    noted_answers_.push_back(key);
+  }
+}
+
+void Cache::collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecord>* records) {
+  std::vector<Key> paths;
+  std::vector<std::pair<Key, std::string>> listings;
+  {
+    std::lock_guard lock(kept_mu_);
+    paths.swap(noted_answers_);
+    listings.swap(noted_listings_);
+  }
+  // The node's answer now (a renewal may have replaced the one noted), as this rank knows it.
+  auto answer_of = [&](const Key& key, Payload* out) {
+    if (memo_find(key, out)) return true;
+    if (node_ == nullptr) return false;
+    const NodeTable::Found f = node_->find(key);
+    if (f.outcome != NodeTable::Found::Outcome::kReady) return false;
+    *out = f.payload;
+    return true;
+  };
+  std::unordered_set<Key, KeyHash> seen;
+  auto add = [&](const Key& key, const Payload& payload, std::span<const std::byte> blob) {
+    KeptRecord r;
+    r.word = key.word;
+    r.check = key.check;
+    r.home = key.home;
+    r.offset = bytes->size();
+    r.length = static_cast<std::uint32_t>(payload.size() + blob.size());
+    bytes->insert(bytes->end(), payload.begin(), payload.end());
+    bytes->insert(bytes->end(), blob.begin(), blob.end());
+    r.hash = config_.verify ? content_hash(bytes->data() + r.offset, r.length) : 0;
+    records->push_back(r);
+  };
+  for (const Key& key : paths) {
+    Payload payload;
+    if (!seen.insert(key).second || !answer_of(key, &payload)) continue;
+    const auto rec = unpack<PathRecord>(payload);
+    if (rec.produced() || rec.local_only()) continue;  // produced files are kept their own way
+    add(key, payload, {});
+  }
+  for (const auto& [key, path] : listings) {
+    Payload payload;
+    if (!seen.insert(key).second || !answer_of(key, &payload)) continue;
+    const auto rec = unpack<ListingRecord>(payload);
+    std::shared_ptr<const Listing> listing;
+    if (rec.error == 0) {
+      std::shared_lock lock(memo_mu_);
+      auto it = listings_.find(path);
+      if (it == listings_.end() || it->second.payload != payload) continue;
+      listing = it->second.listing;
+    }
+    if (listing != nullptr &&
+        (listing->records.size() != rec.length || listing->records.size() > 0xffff'ffffu / 2)) {
+      continue;
+    }
+    add(key, payload,
+        listing != nullptr ? std::span<const std::byte>(listing->records)
+                           : std::span<const std::byte>{});
+  }
+}
+
+bool Cache::kept_answer(const Key& key, std::vector<std::byte>* bytes) {
+  if (kept_ == nullptr || closing()) return false;
+  const KeptRecord* r = kept_->find(key);
+  if (r == nullptr || (r->flags & KeptRecord::kAnswer) == 0 || r->length < kPayloadSize) {
+    return false;
+  }
+  if (!kept_->read_answer(*r, bytes)) return false;
+  // First use in this step: checked as kept chunks are.
+  if (!verified(*bytes, r->hash, topology_.rank, "a kept store")) {
+    stats_.add(Counter::integrity_refetched);
+    return false;
+  }
+  bool first_use = false;
+  {
+    std::lock_guard lock(kept_mu_);
+    first_use = kept_touched_.insert(r->file).second;
+  }
+  if (first_use) KeptStore::touch(kept_->file(r->file).path);
+  return true;
+}
+
+bool Cache::kept_path_answer(const std::string& path, bool link, Loaded* out) {
+  // A kept stat answer stands in for the PFS only where answers are never checked again
+  // (LARDER_REVALIDATE=0): otherwise each step checks each path once, as a step's start is a
+  // period's end (docs/user-guide.md, "Job steps").
+  if (kept_ == nullptr || config_.revalidate.count() != 0) return false;
+  std::vector<std::byte> bytes;
+  if (!kept_answer(path_key(link ? KeyKind::kLinkPath : KeyKind::kPath, path), &bytes) ||
+      bytes.size() != kPayloadSize) {
+    return false;
+  }
+  Payload payload;
+  std::memcpy(payload.data(), bytes.data(), kPayloadSize);
+  if (unpack<PathRecord>(payload).produced()) return false;
+  out->publish = true;
+  out->answer.payload = payload;
+  stats_.add(Counter::kept_answers_adopted);
+  return true;
+}
+
+bool Cache::kept_listing(const std::string& path, Loaded* out) {
+  if (kept_ == nullptr) return false;
+  std::vector<std::byte> bytes;
+  if (!kept_answer(path_key(KeyKind::kListing, path), &bytes)) return false;
+  Payload payload;
+  std::memcpy(payload.data(), bytes.data(), kPayloadSize);
+  auto rec = unpack<ListingRecord>(payload);
+  const std::span<const std::byte> blob = std::span<const std::byte>(bytes).subspan(kPayloadSize);
+  if (config_.revalidate.count() != 0) {
+    // One stat of the directory instead of listing it again: the listing holds while the
+    // directory is at the version it had before it was listed.
+    if (rec.error != 0 || rec.dir_version == 0) return false;
+    auto now = pfs_.resolve(path);
+    if (!now.ok() || !now->meta.is_directory() || file_version(now->meta) != rec.dir_version) {
+      return false;
+    }
+    rec.checked_s = now_s();
+  }
+  if (rec.error != 0) {
+    if (!blob.empty()) return false;
+  } else {
+    Listing check;
+    if (blob.size() != rec.length ||
+        !check.adopt(std::vector<std::byte>(blob.begin(), blob.end())) ||
+        check.count != rec.count) {
+      return false;
+    }
+    auto place = tiers_.allocate(blob.size());
+    if (!place.ok()) return false;
+    Arena* arena = tiers_.get(place->tier);
+    if (!blob.empty()) std::memcpy(arena->data() + place->offset, blob.data(), blob.size());
+    rec.owner = topology_.rank;
+    rec.tier = place->tier;
+    rec.offset = place->offset;
+  }
+  out->publish = true;
+  out->answer.payload = pack(rec);
+  stats_.add(Counter::kept_answers_adopted);
+  return true;
 }
 
 bool Cache::kept_elsewhere(const Key& key, std::uint64_t version, std::uint64_t length,

@@ -1,9 +1,11 @@
 // The Cache's metadata: the stat() answers of paths, and directory listings (cache.hpp).
 #include <ctime>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "runtime/cache/cache.hpp"
@@ -48,6 +50,7 @@ std::int64_t Cache::now_s() const {
 
 Cache::Loaded Cache::load_path(const std::string& path, bool link) {
   stats_.add(Counter::meta_misses);
+  if (Loaded kept; kept_path_answer(path, link, &kept)) return kept;
   PathRecord record;
   record.checked_s = now_s();
   int error = 0;
@@ -103,6 +106,7 @@ Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bo
     if (l.publish && !closing()) memo_put(key, a.payload);
     if (l.publish) a.kind = Answer::Kind::kCached;
   }
+  if (a.kind == Answer::Kind::kCached && a.global) note_answer(key);  // resolved for the node
   switch (a.kind) {
     case Answer::Kind::kCached:
       if (a.fresh) return unpack<PathRecord>(a.payload);
@@ -147,6 +151,9 @@ PathRecord Cache::revalidated(const std::string& path, const Key& key, bool link
   }
   if (renewal.outcome == NodeTable::Found::Outcome::kClaimed) node_->publish(renewal.slot, answer);
   memo_put(key, answer);
+  if (renewal.outcome == NodeTable::Found::Outcome::kClaimed || node_ == nullptr) {
+    note_answer(key);
+  }
   return result;
 }
 
@@ -201,6 +208,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
       [](const Payload& p, const Tree&) { return as_is(p); }, nullptr, nodes_);
   if (a.kind == Answer::Kind::kCached) {
     node_->publish(np.slot, a.payload);
+    note_answer(pkey);
   } else {
     node_->fail(np.slot);
   }
@@ -264,7 +272,10 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
       }
       auto listing = fetch_listing(path, a.payload);
       // This rank resolved the listing for its node: it resolves the entries too.
-      if (a.global) list_ahead(path, *listing);
+      if (a.global) {
+        note_answer(key, &path);
+        list_ahead(path, *listing);
+      }
       return listing;
     }
     case Answer::Kind::kTransient: {
@@ -296,7 +307,9 @@ std::shared_ptr<const Listing> Cache::relisted(const std::string& path, const Pa
   }
   if (claimed) node_->publish(renewal.slot, now.answer.payload);
   memo_put(key, now.answer.payload);
-  return fetch_listing(path, now.answer.payload);
+  auto listing = fetch_listing(path, now.answer.payload);
+  if (claimed || node_ == nullptr) note_answer(key, &path);
+  return listing;
 }
 
 std::shared_ptr<const Listing> Cache::remember_listing(const std::string& path,
@@ -334,8 +347,31 @@ std::shared_ptr<const Listing> Cache::fetch_listing(const std::string& path,
 Cache::Loaded Cache::load_listing(const std::string& path) {
   stats_.add(Counter::meta_misses);
   Loaded l;
-  auto raw = pfs_.list(path);
+  if (kept_listing(path, &l)) return l;
   ListingRecord rec;
+  {
+    // The directory's version from before the listing, for later steps (a kept listing holds
+    // while the directory keeps it): only from an answer taken a second or more after the
+    // directory's last change, as a PFS may keep times in whole seconds.
+    // Only a step that keeps asks for it when this rank has none (the cache's own answer,
+    // resolved once for the job).
+    Payload p;
+    std::optional<PathRecord> known;
+    if (memo_find(path_key(KeyKind::kPath, path), &p)) {
+      known = unpack<PathRecord>(p);
+    } else if (kept_place_ != nullptr) {
+      if (auto r = lookup(path); r.ok()) known = *r;
+    }
+    if (known) {
+      const PathRecord& dir = *known;
+      const std::int64_t last_change = std::max(dir.meta.mtime_ns, dir.meta.ctime_ns);
+      if (dir.error == 0 && dir.meta.is_directory() &&
+          last_change < (dir.checked_s - 1) * 1'000'000'000) {
+        rec.dir_version = file_version(dir.meta);
+      }
+    }
+  }
+  auto raw = pfs_.list(path);
   rec.checked_s = now_s();
   if (!raw.ok()) {
     rec.error = raw.status().native_code() != 0 ? raw.status().native_code() : EIO;

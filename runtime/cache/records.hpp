@@ -86,6 +86,10 @@ struct ListingRecord {
   std::uint64_t count = 0;
   std::int64_t checked_s = 0;  // when the PFS listed it (CLOCK_REALTIME, seconds)
   std::uint64_t hash = 0;      // content_hash() of the blob (0: not hashed)
+  // The directory's own version (file_version of its stat answer) from before it was listed,
+  // when that answer shows no change in the second it was taken (0: unknown). A later job step
+  // that finds the directory at this version uses the kept listing without listing it again.
+  std::uint64_t dir_version = 0;
 };
 
 // The content hash of bytes the cache holds: XXH3-64, never 0 (0 means "not hashed").

@@ -90,6 +90,8 @@ namespace larder {
   X(kept_bytes_dropped_changed, "kept.bytes_dropped_changed")       \
   X(kept_bytes_dropped_unfinished, "kept.bytes_dropped_unfinished") \
   X(kept_bytes_kept, "kept.bytes_kept")                             \
+  X(kept_answers_adopted, "kept.answers_adopted")                   \
+  X(kept_answers_kept, "kept.answers_kept")                         \
   X(integrity_checked, "integrity.checked")                         \
   X(integrity_bytes_hashed, "integrity.bytes_hashed")               \
   X(integrity_mismatches, "integrity.mismatches")                   \

@@ -450,7 +450,7 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     dropped_live = dropped_live || live_count[s][f] > 0;
     Step::FileSeen& file = steps[s].files[f];
     out.evicted_bytes += file.bytes;
-    evict(File{file.path, file.disk, file.bytes});
+    evict(File{file.path, file.disk, false, file.bytes});
     file.usable = false;
   };
   std::uint64_t mem = 0;
@@ -629,10 +629,12 @@ Result<std::unique_ptr<KeptStore>> KeptStore::open(const KeptPlace& place, const
     File f;
     f.path.assign(reinterpret_cast<const char*>(base + name_at), tf.name_length);
     f.disk = tf.disk != 0;
+    f.answers = !f.disk && f.path.substr(f.path.rfind('/') + 1).starts_with("answers-");
     f.bytes = tf.bytes;
     name_at += tf.name_length;
     k->files_.push_back(std::move(f));
   }
+  k->answer_fds_.resize(k->files_.size());
   return k;
 }
 
@@ -655,12 +657,33 @@ const KeptRecord* KeptStore::find(const Key& key) const noexcept {
   return nullptr;
 }
 
+bool KeptStore::read_answer(const KeptRecord& r, std::vector<std::byte>* out) const {
+  if ((r.flags & KeptRecord::kAnswer) == 0 || r.file >= files_.size() || !files_[r.file].answers)
+    return false;
+  int fd = -1;
+  {
+    std::lock_guard lock(answers_mu_);
+    UniqueFd& held = answer_fds_[r.file];
+    if (!held.valid()) {
+      struct stat st {};
+      held = open_own(files_[r.file].path, O_RDONLY, &st);
+      if (!held.valid()) return false;
+    }
+    fd = held.get();
+  }
+  out->resize(r.length);
+  return sys::pread_full(fd, out->data(), r.length, static_cast<off_t>(r.offset)) ==
+         static_cast<ssize_t>(r.length);
+}
+
 Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::string& job, int rank,
                                            std::span<const std::string> files,
                                            std::span<const bool> disk,
                                            std::span<const KeptRecord> records,
-                                           std::span<const KeptProduced> produced) {
-  if (records.empty() && produced.empty()) return std::uint64_t{0};
+                                           std::span<const KeptProduced> produced,
+                                           std::span<const std::byte> answers,
+                                           std::span<const KeptRecord> answer_records) {
+  if (records.empty() && produced.empty() && answer_records.empty()) return std::uint64_t{0};
   const std::string shm_dir = place.shm_root() + "/" + job;
   for (const std::string& dir :
        {place.shm_base + "/keep-" + place.name, place.shm_root(), shm_dir}) {
@@ -696,12 +719,40 @@ Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::st
     const auto* p = reinterpret_cast<const std::byte*>(name.data());
     body.insert(body.end(), p, p + name.size());
   }
+  auto file_count = static_cast<std::uint32_t>(files.size());
+  if (!answer_records.empty()) {
+    // The answers file sits beside the index, in memory; one more file of the step.
+    const std::string name = "answers-" + std::to_string(rank);
+    const std::string path = shm_dir + "/" + name;
+    if (Status s = write_file(path, std::vector<std::byte>(answers.begin(), answers.end()));
+        !s.ok()) {
+      return s;
+    }
+    struct stat st {};
+    if (sys::lstat(path.c_str(), &st) == 0) kept += allocated(st);
+    body.push_back(std::byte{0});
+    body.push_back(std::byte{0});
+    append(body, static_cast<std::uint16_t>(name.size()));
+    const auto* p = reinterpret_cast<const std::byte*>(name.data());
+    body.insert(body.end(), p, p + name.size());
+    ++file_count;
+  }
   const auto* raw = reinterpret_cast<const std::byte*>(records.data());
   body.insert(body.end(), raw, raw + records.size() * sizeof(KeptRecord));
+  std::uint64_t record_count = records.size();
+  for (KeptRecord r : answer_records) {
+    if (r.offset + r.length > answers.size()) continue;
+    r.file = file_count - 1;
+    r.flags = KeptRecord::kAnswer;
+    r.version = 0;
+    r.segment = 0;
+    append(body, r);
+    ++record_count;
+  }
   IndexHeader h;
   std::memcpy(h.magic, kIndexMagic, sizeof h.magic);
-  h.files = static_cast<std::uint32_t>(files.size());
-  h.records = records.size();
+  h.files = file_count;
+  h.records = record_count;
   h.body_hash = XXH3_64bits(body.data(), body.size());
   std::vector<std::byte> bytes;
   append(bytes, h);

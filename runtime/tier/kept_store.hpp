@@ -7,6 +7,8 @@
 //                                                "node-<i>" (emulated, LARDER_NODE_SIZE)
 //       <step>/arena-<rank>.mem, seg-<rank>-<id> a finished step's files (its job id names it)
 //       <step>/index-<rank>                      what each file holds (KeptRecord), hashed
+//       <step>/answers-<rank>                    stat answers and listings the rank resolved for
+//                                                its node (KeptRecord::kAnswer records)
 //       <step>/complete                          written last by the node leader: the step is whole
 //       table-<job>                              the lookup table of a running step (read-only)
 //   <local_dir>/larder-<uid>/keep-<name>/<node>/<step>/arena-<rank>.disk   disk-tier files
@@ -22,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,9 +46,12 @@ struct KeptRecord {
   std::uint64_t offset = 0;
   std::uint32_t length = 0;
   std::uint32_t file = 0;
-  std::uint32_t flags = 0;    // kOrigin
+  std::uint32_t flags = 0;    // kOrigin, kAnswer
   std::uint32_t segment = 0;  // while a rank collects its records: the segment they sit in
   static constexpr std::uint32_t kOrigin = 1;  // the step's origin of the chunk (it claimed it)
+  // Not a chunk: a stat answer or a listing (the key is its path's), its bytes in the step's
+  // answers file (`version` 0). Cache::kept_answer reads and checks them.
+  static constexpr std::uint32_t kAnswer = 2;
 };
 static_assert(sizeof(KeptRecord) == 64);
 
@@ -86,6 +92,7 @@ class KeptStore {
   struct File {
     std::string path;  // absolute
     bool disk = false;
+    bool answers = false;     // a step's answers file: read with read_answer(), never evicted
     std::uint64_t bytes = 0;  // allocated bytes (what it costs its tier)
   };
 
@@ -117,6 +124,9 @@ class KeptStore {
   std::uint64_t mem_bytes() const noexcept { return mem_bytes_; }
   std::uint64_t disk_bytes() const noexcept { return disk_bytes_; }
   std::uint64_t chunks() const noexcept { return count_; }
+  // The bytes of kAnswer record `r` (its length), read from its answers file; false when they
+  // cannot be read whole. Not checked here: the caller checks them against `r.hash`.
+  bool read_answer(const KeptRecord& r, std::vector<std::byte>* out) const;
   // Marks a kept file used now (its modification time: the least recently used go first).
   static void touch(const std::string& path) noexcept;
   // Removes a kept file (eviction during a step): its bytes leave the node once nobody maps it.
@@ -127,11 +137,15 @@ class KeptStore {
   // `job` and writes its index of `records` (their `file` indexes `files`). An arena's unused
   // range is a hole (arenas are sparse): it costs nothing kept. Returns the bytes kept.
   // `produced`: the files this rank produced in `local` mode (written as produced-<rank>).
+  // `answers`: the bytes of this rank's stat answers and listings, written as answers-<rank>;
+  // `answer_records` say where each sits in them (`offset`; their `file` is ignored).
   static Result<std::uint64_t> keep_rank(const KeptPlace& place, const std::string& job, int rank,
                                          std::span<const std::string> files,
                                          std::span<const bool> disk,
                                          std::span<const KeptRecord> records,
-                                         std::span<const KeptProduced> produced = {});
+                                         std::span<const KeptProduced> produced = {},
+                                         std::span<const std::byte> answers = {},
+                                         std::span<const KeptRecord> answer_records = {});
   // The produced files the node's finished steps kept, newest step first, one per canonical
   // path (the newest). Lists that are not whole, or not this user's own files, are not read.
   static std::vector<KeptProduced> produced(const KeptPlace& place);
@@ -153,6 +167,8 @@ class KeptStore {
   std::uint64_t disk_bytes_ = 0;
   std::vector<File> files_;
   UniqueFd in_use_;
+  mutable std::mutex answers_mu_;
+  mutable std::vector<UniqueFd> answer_fds_;  // guarded by answers_mu_: by file, opened once
 };
 
 }  // namespace larder

@@ -5,6 +5,8 @@ every file of a tree of awkward sizes (and mapping one of them) under the preloa
 compared with the file's own:
 
   1. a cold step keeps what it read; the next step reads no byte from the PFS and adopts it;
+     its stat answers and listings are kept too: with LARDER_REVALIDATE=0 a step asks the PFS
+     nothing; with checks, a kept listing holds after one stat of its unchanged directory;
   2. a file rewritten in place (same size, new mtime) is read new, a removed one is ENOENT;
   3. a step on 8 ranks over 4 nodes (2 new to the allocation) reads no byte from the PFS;
   4. LARDER_KEEP=off is cold and keeps nothing; SLURM_JOB_ID names the allocation: a new id is
@@ -24,6 +26,7 @@ import argparse
 import hashlib
 import os
 import signal
+import time
 
 from e2e_util import PYTHON, Job, check, common_args, fail, read_stats
 
@@ -218,6 +221,11 @@ def main():
         s = steps.run("step 1 (cold)", named)
         check(s["pfs"]["bytes_read"] == total, f"step 1 read the tree from the PFS once ({total} B)")
         check(s["kept"]["bytes_kept"] > 0, "step 1 kept what it read")
+        # A kept listing carries its directory's version only from a stat answer taken in a
+        # later second than the directory's last change (a PFS may keep whole seconds).
+        changed_ns = os.stat(job.data).st_ctime_ns
+        while time.time_ns() < changed_ns + 2_000_000_000:
+            time.sleep(0.05)
         s = steps.run("step 2 (warm)", named)
         check(s["pfs"]["bytes_read"] == 0, "step 2 read no byte from the PFS")
         check(s["kept"]["bytes_adopted"] > 0, "step 2 adopted kept chunks")
@@ -226,6 +234,24 @@ def main():
         # node file is made again from them).
         check(s["kept"]["node_files"] == 2,
               f"step 2's node files of lib.so are the kept files ({s['kept']['node_files']})")
+        check(s["kept"]["answers_kept"] > 0, "step 2 kept its stat answers and listings")
+
+        # Kept stat answers and listings. LARDER_REVALIDATE=0 (answers never checked again):
+        # the step asks the PFS nothing. Step 2 took the directory's stat answer a second or
+        # more after the directory last changed (step 1 lasts longer; waited for otherwise),
+        # so its kept listing carries the directory's version.
+        s = steps.run("step 2b (LARDER_REVALIDATE=0)", dict(named, LARDER_REVALIDATE="0"))
+        pfs = s["pfs"]
+        check(pfs["bytes_read"] == 0 and pfs["stat_ops"] == 0 and pfs["list_ops"] == 0 and
+              pfs["open_ops"] == 0,
+              f"with LARDER_REVALIDATE=0 the step asked the PFS nothing ({pfs})")
+        check(s["kept"]["answers_adopted"] > 0,
+              f"its answers came from earlier steps ({s['kept']['answers_adopted']})")
+        s = steps.run("step 2c (answers checked)", named)
+        pfs = s["pfs"]
+        check(pfs["bytes_read"] == 0 and pfs["list_ops"] == 0 and pfs["stat_ops"] > 0,
+              f"checked answers: the kept listing held after one stat of the directory, no "
+              f"listing ({pfs})")
 
         # A file rewritten in place (same size, new bytes, new mtime) and a removed one.
         changed = os.path.join(job.data, "f07.bin")
@@ -236,6 +262,7 @@ def main():
         os.utime(changed, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
         os.unlink(os.path.join(job.data, "gone.bin"))
         s = steps.run("step 3 (one file rewritten, one removed)", named)
+        check(s["pfs"]["list_ops"] >= 1, "the directory changed: its kept listing was not used")
         check(s["pfs"]["bytes_read"] == size,
               f"step 3 read only the rewritten file from the PFS ({size} B)")
         check(s["kept"]["bytes_dropped_changed"] >= size, "the rewritten file's kept bytes dropped")

@@ -58,7 +58,8 @@ with tempfile.TemporaryDirectory() as d:
           "no kept-store or integrity lines for a job without them")
     kept = dict(JOB, kept={"bytes_adopted": 67108864, "chunks_adopted": 16, "files_adopted": 2,
                            "bytes_kept": 1048576, "bytes_evicted": 0, "bytes_dropped_changed": 4096,
-                           "bytes_dropped_unfinished": 0},
+                           "bytes_dropped_unfinished": 0, "answers_adopted": 1200,
+                           "answers_kept": 1300},
                 integrity={"checked": 20, "bytes_hashed": 83886080, "ns": 5000000,
                            "mismatches": 1, "refetched": 1})
     kept_path = os.path.join(d, "kept.json")
@@ -68,6 +69,7 @@ with tempfile.TemporaryDirectory() as d:
     check("earlier steps     64.0 MiB adopted (16 chunks, 2 kept files); 1.0 MiB kept for later "
           "steps;" in kout, f"kept line: {kout}")
     check("4.0 KiB dropped (file changed)" in kout, "kept line: dropped bytes")
+    check("1200 stat answers and listings adopted, 1300 kept" in kout, "kept line: answers")
     check("integrity         20 checks, 80.0 MiB hashed in 5.0 ms; 1 mismatches, 1 read again"
           in kout, "integrity line")
     bars = [line for line in out.splitlines() if " .. " in line]

@@ -229,6 +229,74 @@ TEST(KeptStoreTest, ATamperedProducedListOrAnUnfinishedStepIsNotRead) {
   EXPECT_TRUE(KeptStore::produced(node.place).empty());
 }
 
+// Keeps one rank's stat answers and listings: `answers[i]` under key `first_key + i`.
+void keep_answers(Node& node, const std::string& job, std::uint64_t first_key,
+                  const std::vector<std::vector<std::byte>>& answers) {
+  std::vector<std::byte> bytes;
+  std::vector<KeptRecord> records;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    KeptRecord r;
+    r.word = first_key + i;
+    r.check = 7;
+    r.hash = 4321;
+    r.offset = bytes.size();
+    r.length = static_cast<std::uint32_t>(answers[i].size());
+    r.flags = KeptRecord::kOrigin;  // not taken: an answer is never a chunk's origin
+    bytes.insert(bytes.end(), answers[i].begin(), answers[i].end());
+    records.push_back(r);
+  }
+  ASSERT_TRUE(KeptStore::keep_rank(node.place, job, 1, {}, {}, {}, {}, bytes, records).ok());
+  ASSERT_TRUE(KeptStore::complete_step(node.place, job).ok());
+}
+
+TEST(KeptStoreTest, StatAnswersAndListingsAreRecordsOfTheSameTableNewestStepFirst) {
+  Node node;
+  const std::vector<std::byte> a(112, std::byte{'a'});
+  std::vector<std::byte> listing(112 + 300, std::byte{'l'});
+  node.keep_step("1111111111111111", 100, 2, 4096, 0, /*complete=*/false);  // beside them
+  keep_answers(node, "1111111111111111", 500, {a, listing});
+  std::this_thread::sleep_for(20ms);  // the steps' completion times order them (ns mtimes)
+  const std::vector<std::byte> newer(112, std::byte{'A'});
+  keep_answers(node, "3333333333333333", 500, {newer});
+  auto prepared = node.prepare("4444444444444444");
+  ASSERT_TRUE(prepared.ok()) << prepared.status().to_string();
+  EXPECT_EQ(prepared->chunks, 4u) << "two chunks, two answers (the older 500 superseded)";
+  auto kept = KeptStore::open(node.place, "4444444444444444");
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  std::vector<std::byte> got;
+  const KeptRecord* r = (*kept)->find(key_of(500));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->flags, KeptRecord::kAnswer) << "flagged as an answer, never an origin";
+  EXPECT_EQ(r->version, 0u);
+  EXPECT_EQ(r->hash, 4321u);
+  ASSERT_TRUE((*kept)->read_answer(*r, &got));
+  EXPECT_EQ(got, newer) << "the newer step's answer";
+  EXPECT_TRUE((*kept)->file(r->file).answers);
+  r = (*kept)->find(key_of(501));
+  ASSERT_NE(r, nullptr);
+  ASSERT_TRUE((*kept)->read_answer(*r, &got));
+  EXPECT_EQ(got, listing) << "a listing: its payload and records";
+  const KeptRecord* chunk = (*kept)->find(key_of(100));
+  ASSERT_NE(chunk, nullptr);
+  EXPECT_FALSE((*kept)->file(chunk->file).answers);
+  EXPECT_FALSE((*kept)->read_answer(*chunk, &got)) << "a chunk is not read as an answer";
+  KeptStore::remove_table(node.place, "4444444444444444");
+}
+
+TEST(KeptStoreTest, AnAnswersFileCutShortIsNotReadPastItsEnd) {
+  Node node;
+  keep_answers(node, "1111111111111111", 500, {std::vector<std::byte>(112, std::byte{'a'})});
+  ASSERT_EQ(::truncate((node.place.shm_root() + "/1111111111111111/answers-1").c_str(), 50), 0);
+  ASSERT_TRUE(node.prepare("4444444444444444").ok());
+  auto kept = KeptStore::open(node.place, "4444444444444444");
+  ASSERT_TRUE(kept.ok()) << kept.status().to_string();
+  const KeptRecord* r = (*kept)->find(key_of(500));
+  ASSERT_NE(r, nullptr);
+  std::vector<std::byte> got;
+  EXPECT_FALSE((*kept)->read_answer(*r, &got));
+  KeptStore::remove_table(node.place, "4444444444444444");
+}
+
 TEST(KeptStoreTest, ASmallerBudgetTrimsTheLeastRecentlyUsedFirst) {
   Node node;
   node.keep_step("1111111111111111", 100, 4, 65536);
