@@ -364,8 +364,13 @@ class Cache {
     ~Retry();
   };
   Status timed_get(const Transport::GetOp& op);
+  // The nearest holder above `position` whose entry is READY and not marked bad (`parent`, and
+  // `parent_bad`: its entry and mark, looked up with this node's claim), else the origin.
   Result<ChunkRecord> holder_source(const Tree& tree, const ChunkRecord& origin,
-                                    std::uint64_t position, const Result<Claim>& parent);
+                                    std::uint64_t position, const Result<Claim>& parent,
+                                    bool parent_bad);
+  // Marks the holder at `position` of `chunk` bad in the directory (its copy failed its hash).
+  void mark_bad_holder(const Key& chunk, std::uint64_t position);
 
   // Content hashes (cache_verify.cpp). hash_of: the hash of bytes entering the cache (0 with
   // LARDER_VERIFY=off); verified: whether bytes that entered this node match `expected` (counted;

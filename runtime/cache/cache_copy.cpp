@@ -35,7 +35,8 @@ Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecor
 }
 
 Result<ChunkRecord> Cache::holder_source(const Tree& tree, const ChunkRecord& origin,
-                                         std::uint64_t position, const Result<Claim>& parent) {
+                                         std::uint64_t position, const Result<Claim>& parent,
+                                         bool parent_bad) {
   const Retry again;  // the parent's entry was looked up with this node's claim; these are more
   bool first = true;
   for (const std::uint64_t q : fanout::ancestors(position, tree_fanout_)) {
@@ -46,11 +47,18 @@ Result<ChunkRecord> Cache::holder_source(const Tree& tree, const ChunkRecord& or
     }
     const Key hkey = holder_key(tree.key, q);
     Result<Claim> r = parent;
+    bool bad = parent_bad;
     if (!first) {
-      count_directory_ops();
-      r = directory_.acquire(hkey, kLookOnly);
+      // The holder's entry and its bad mark live on one home: one round trip for both.
+      const Lookup lookups[2] = {{hkey, kLookOnly}, {bad_holder_key(tree.key, q), kLookOnly}};
+      Result<Claim> claims[2] = {Status(Errc::kInternal, 0, ""), Status(Errc::kInternal, 0, "")};
+      count_directory_ops(2);
+      directory_.acquire_many(lookups, claims);
+      r = std::move(claims[0]);
+      bad = claims[1].ok() && claims[1]->outcome == Claim::Outcome::kReady;
     }
     first = false;
+    if (bad) continue;  // its copy failed a reader's check: the next holder up
     // The parent took its ticket before this node did and claims its entry in its next round
     // trip: look again, less and less often, up to the timeout (a parent that fails gives its
     // entry up, and a FAILED entry sends the reader further up at once).
@@ -70,6 +78,16 @@ Result<ChunkRecord> Cache::holder_source(const Tree& tree, const ChunkRecord& or
     // Failed, missing or too slow: the next holder up.
   }
   return origin;
+}
+
+void Cache::mark_bad_holder(const Key& chunk, std::uint64_t position) {
+  if (position == 0 || closing()) return;
+  const Key mark = bad_holder_key(chunk, position);
+  count_directory_ops();
+  auto claim = directory_.acquire(mark, kClaimIt);
+  if (!claim.ok() || claim->outcome != Claim::Outcome::kClaimed) return;  // marked already
+  count_directory_ops();
+  if (directory_.publish(mark, Payload{}).ok()) stats_.add(Counter::integrity_holders_marked);
 }
 
 Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, const Tree& tree,
@@ -111,17 +129,27 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
   }
   // Claim this node's place in the chunk's tree (when a place below it can exist) and look up
   // the parent's (when it is not the origin), in one round trip.
-  Lookup lookups[2];
+  // The parent's bad mark (a reader found its copy did not match) shares the parent's home.
+  Lookup lookups[3];
   std::size_t n = 0;
   if (may_hold) lookups[n++] = {holder_key(key, position), kClaimIt};
-  if (ask_parent) lookups[n++] = {holder_key(key, parent), kLookOnly};
-  Result<Claim> claims[2] = {Status(Errc::kInternal, 0, "no holder entry"),
-                             Status(Errc::kUnavailable, 0, "the parent is the origin")};
+  if (ask_parent) {
+    lookups[n++] = {holder_key(key, parent), kLookOnly};
+    lookups[n++] = {bad_holder_key(key, parent), kLookOnly};
+  }
+  Result<Claim> claims[3] = {Status(Errc::kInternal, 0, "no holder entry"),
+                             Status(Errc::kUnavailable, 0, "the parent is the origin"),
+                             Status(Errc::kUnavailable, 0, "no mark")};
   if (n > 0) {
     directory_.acquire_many(std::span(lookups, n), std::span(claims, n));
     count_directory_ops(n);
   }
-  if (!may_hold && ask_parent) claims[1] = std::move(claims[0]);
+  if (!may_hold && ask_parent) {
+    claims[2] = std::move(claims[1]);
+    claims[1] = std::move(claims[0]);
+  }
+  const bool parent_bad =
+      ask_parent && claims[2].ok() && claims[2]->outcome == Claim::Outcome::kReady;
   const bool holder = may_hold && claims[0].ok() && claims[0]->outcome == Claim::Outcome::kClaimed;
   auto give_up = [&]() -> Result<Payload> {
     if (holder) (void)directory_.abandon(lookups[0].key);  // readers below ask further up
@@ -146,9 +174,12 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
     copy.position = position;
     copy.version = origin.version;
     copy.hash = origin.hash;
-    auto source = holder_source(tree, origin, position, claims[1]);
+    auto source = holder_source(tree, origin, position, claims[1], parent_bad);
     if (!source.ok() || source->length != origin.length) source = origin;
     const Status first = copy_from(*source, copy).status();
+    if (!first.ok() && first.native_code() == EBADMSG && source->owner != origin.owner) {
+      mark_bad_holder(key, source->position);  // the readers below it go around it
+    }
     if (!first.ok()) {
       const Status again = source->owner == origin.owner ? first : copy_from(origin, copy).status();
       if (!again.ok() && again.native_code() == EBADMSG) {

@@ -56,6 +56,12 @@ Key holder_key(const Key& chunk, std::uint64_t position) noexcept {
   return words_key(KeyKind::kHolder, chunk.word, chunk.check, position);
 }
 
+Key bad_holder_key(const Key& chunk, std::uint64_t position) noexcept {
+  Key k = words_key(KeyKind::kBadHolder, chunk.word, chunk.check, position);
+  k.home = holder_key(chunk, position).home;
+  return k;
+}
+
 Key group_key(const Key& key, std::uint64_t group, int home_rank) noexcept {
   Key k = words_key(KeyKind::kGroup, key.word, key.check, group);
   k.home = static_cast<std::uint64_t>(home_rank);

@@ -32,12 +32,13 @@ enum class KeyKind : std::uint8_t {
   kChunk = 2,
   kListing = 3,
   kLinkPath = 4,
-  kHolder = 5,    // a node's copy of a chunk: where it sits, for the nodes it serves (fan-out)
-  kNodeFile = 6,  // a whole file copied to a node (node tables only): its name is derived
-  kSegment = 7,   // how other ranks reach a rank's segment (runtime/tier/segments.hpp)
-  kGroup = 8,     // a node group's answer for a key (LARDER_GROUP): its representative's
-  kKeptFile = 9,  // a kept store's file on a node (node tables only): who adopted it, or evicted
-  kKept = 10,     // a chunk a node kept from an earlier step, for one file version: where it is
+  kHolder = 5,      // a node's copy of a chunk: where it sits, for the nodes it serves (fan-out)
+  kNodeFile = 6,    // a whole file copied to a node (node tables only): its name is derived
+  kSegment = 7,     // how other ranks reach a rank's segment (runtime/tier/segments.hpp)
+  kGroup = 8,       // a node group's answer for a key (LARDER_GROUP): its representative's
+  kKeptFile = 9,    // a kept store's file on a node (node tables only): who adopted it, or evicted
+  kKept = 10,       // a chunk a node kept from an earlier step, for one file version: where it is
+  kBadHolder = 11,  // a holder of a chunk's fan-out tree whose copy failed its hash check
 };
 
 // The identity of a file's contents: the hash of its canonical path.
@@ -57,6 +58,10 @@ Key chunk_key(const FileId& file, std::uint64_t index) noexcept;
 Key path_key(KeyKind kind, std::string_view path) noexcept;
 // Key of the record of the copy of chunk `chunk` held at fan-out position `position` (>= 1).
 Key holder_key(const Key& chunk, std::uint64_t position) noexcept;
+// Key of the mark that the holder at fan-out position `position` of chunk `chunk` served bytes
+// that do not match the chunk's hash; homed with that holder's entry, so a reader looks both up
+// in one round trip.
+Key bad_holder_key(const Key& chunk, std::uint64_t position) noexcept;
 // Key of the record of rank `owner`'s segment `segment` (its transport descriptor), homed at the
 // owner itself.
 Key segment_key(int owner, std::uint32_t segment) noexcept;

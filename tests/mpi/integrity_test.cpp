@@ -109,6 +109,28 @@ TEST_F(IntegrityTest, AFanOutTreeWithACorruptingHolderInItsMiddleServesRightByte
   EXPECT_EQ(stats["fallbacks"], 0);
 }
 
+TEST_F(IntegrityTest, AHolderFoundBadIsMarkedBadAndTheNextReaderBelowItGoesAroundIt) {
+  // Fan-out 2 over 6 nodes read in turn: positions 1 and 2 below the origin, 3 and 4 below 1,
+  // 5 below 2. Rank 1 (position 1) serves spoiled bytes. Rank 3 finds them bad and marks the
+  // holder; rank 4, also below it, sees the mark with its parent's entry and copies from the
+  // origin: one mismatch per chunk, not two.
+  if (size() != 6) GTEST_SKIP() << "needs 6 ranks (integrity_np6)";
+  constexpr std::uint64_t kChunks = 4;
+  set_env("LARDER_NODE_SIZE", "1");
+  set_env("LARDER_FANOUT", "2");
+  make_file("marked", kChunks * chunk_size, 75);
+  const ScopedSeams faults(corrupting(1));
+  init();
+  const auto direct = read_whole(data("marked"));
+  const auto got = read_in_turn(data("marked"));
+  EXPECT_EQ(got, direct) << "rank " << rank();
+  const auto stats = finalize();
+  EXPECT_EQ(u64(stats["integrity"]["mismatches"]), kChunks) << "rank 4 went around rank 1";
+  EXPECT_EQ(u64(stats["integrity"]["holders_marked"]), kChunks);
+  EXPECT_EQ(stats["pfs"]["read_ops"], kChunks);
+  EXPECT_EQ(stats["fallbacks"], 0);
+}
+
 TEST_F(IntegrityTest, AHolderBadForOneChunkIsGoodForTheOthers) {
   constexpr std::uint64_t kChunks = 6;
   set_env("LARDER_NODE_SIZE", "1");
