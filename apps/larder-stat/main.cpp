@@ -167,11 +167,13 @@ void print_files(const json& s) {
       nonzero("kept.bytes_dropped_unfinished") || nonzero("kept.answers_kept")) {
     std::cout << fmt::format(
         "earlier steps     {} adopted ({} chunks, {} kept files); {} kept for later steps;\n"
-        "                  {} evicted, {} dropped (file changed), {} dropped (writer unfinished)\n"
+        "                  {} evicted, {} to the disk tier, {} dropped (file changed), {} dropped "
+        "(writer unfinished)\n"
         "                  {} stat answers and listings adopted, {} kept\n",
         bytes(counter(s, "kept.bytes_adopted")), num(counter(s, "kept.chunks_adopted")),
         num(counter(s, "kept.files_adopted")), bytes(counter(s, "kept.bytes_kept")),
-        bytes(counter(s, "kept.bytes_evicted")), bytes(counter(s, "kept.bytes_dropped_changed")),
+        bytes(counter(s, "kept.bytes_evicted")), bytes(counter(s, "kept.bytes_demoted")),
+        bytes(counter(s, "kept.bytes_dropped_changed")),
         bytes(counter(s, "kept.bytes_dropped_unfinished")), num(counter(s, "kept.answers_adopted")),
         num(counter(s, "kept.answers_kept")));
   }

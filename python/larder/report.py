@@ -137,6 +137,7 @@ DETAIL_GROUPS = (
         ("kept.node_files", "node files that are a kept file, not a copy"),
         ("kept.bytes_kept", "bytes left on the nodes for later steps"),
         ("kept.bytes_evicted", "kept bytes evicted"),
+        ("kept.bytes_demoted", "kept bytes moved from memory to the disk tier"),
         ("kept.bytes_dropped_changed", "kept bytes dropped: their file changed"),
         ("kept.bytes_dropped_unfinished", "kept bytes dropped: their writer did not finish"),
         ("kept.answers_adopted", "stat answers and listings an earlier step kept, used"),

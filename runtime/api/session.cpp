@@ -151,6 +151,7 @@ void Session::prepare_kept() {
     return;
   }
   stats_.add(Counter::kept_bytes_evicted, prepared->evicted_bytes);
+  stats_.add(Counter::kept_bytes_demoted, prepared->demoted_bytes);
   stats_.add(Counter::kept_bytes_dropped_unfinished, prepared->unfinished_bytes);
   LARDER_LOG_INFO("kept store {}: {} chunks, {} in memory, {} on disk", config_.keep,
                   prepared->chunks, format_size(prepared->mem_bytes),

@@ -87,6 +87,7 @@ namespace larder {
   X(kept_files_adopted, "kept.files_adopted")                       \
   X(kept_node_files, "kept.node_files")                             \
   X(kept_bytes_evicted, "kept.bytes_evicted")                       \
+  X(kept_bytes_demoted, "kept.bytes_demoted")                       \
   X(kept_bytes_dropped_changed, "kept.bytes_dropped_changed")       \
   X(kept_bytes_dropped_unfinished, "kept.bytes_dropped_unfinished") \
   X(kept_bytes_kept, "kept.bytes_kept")                             \

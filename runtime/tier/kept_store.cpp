@@ -14,6 +14,7 @@
 #include <ctime>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -159,6 +160,8 @@ struct Step {
     bool usable = false;
     std::uint64_t bytes = 0;
     std::int64_t used_ns = 0;
+    std::string index;          // the index that names it
+    std::uint64_t flag_at = 0;  // where in that index its disk flag is
   };
   std::vector<FileSeen> files;
   std::vector<KeptRecord> records;  // `file`: the index in `files`
@@ -202,6 +205,7 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
   const std::size_t first = step.files.size();
   for (std::uint32_t i = 0; i < h.files; ++i) {
     if (at + 4 > names_size) return false;
+    const std::uint64_t flag_at = sizeof h + at;
     const auto disk = static_cast<std::uint8_t>(body[at]);
     std::uint16_t length = 0;
     std::memcpy(&length, body + at + 2, 2);
@@ -211,6 +215,8 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
     at += length;
     if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') return false;
     Step::FileSeen f;
+    f.index = path;
+    f.flag_at = flag_at;
     f.disk = disk != 0;
     const std::string root = f.disk ? place.disk_root() : place.shm_root();
     if (root.empty()) return false;
@@ -255,6 +261,71 @@ std::uint64_t slot_of(std::span<const std::uint32_t> slots, std::uint64_t word, 
     const KeptRecord& r = record_at(at - 1);
     if (r.word == word && r.check == check) return i;
   }
+}
+
+// Copies kept file `from` to `to` (a new 0600 file of this user), leaving blocks of zeros as
+// holes (kept arenas are sparse), with `from`'s modification time (its last use). Returns the
+// bytes `to` allocates.
+Result<std::uint64_t> copy_sparse(const std::string& from, const std::string& to) {
+  struct stat st {};
+  UniqueFd in = open_own(from, O_RDONLY, &st);
+  if (!in.valid()) return from_errno(errno != 0 ? errno : EPERM, "cannot open " + from);
+  UniqueFd out(sys::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!out.valid()) return from_errno(errno, "cannot create " + to);
+  constexpr std::size_t kBlock = 1 << 20;
+  std::vector<std::byte> block(kBlock);
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  Status failed;
+  for (std::uint64_t at = 0; at < size && failed.ok(); at += kBlock) {
+    const std::size_t n = std::min<std::uint64_t>(kBlock, size - at);
+    if (sys::pread_full(in.get(), block.data(), n, static_cast<off_t>(at)) !=
+        static_cast<ssize_t>(n)) {
+      failed = from_errno(errno != 0 ? errno : EIO, "cannot read " + from);
+      break;
+    }
+    const bool zeros = std::all_of(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(n),
+                                   [](std::byte b) { return b == std::byte{0}; });
+    if (!zeros && sys::pwrite(out.get(), block.data(), n, static_cast<off_t>(at)) !=
+                      static_cast<ssize_t>(n)) {
+      failed = from_errno(errno != 0 ? errno : EIO, "cannot write " + to);
+    }
+  }
+  struct stat done {};
+  if (failed.ok() && (sys::ftruncate(out.get(), static_cast<off_t>(size)) != 0 ||
+                      sys::fstat(out.get(), &done) != 0)) {
+    failed = from_errno(errno, "cannot finish " + to);
+  }
+  if (!failed.ok()) {
+    out.reset();
+    sys::unlink(to.c_str());
+    return failed;
+  }
+  const timespec times[2] = {st.st_atim, st.st_mtim};
+  (void)::futimens(out.get(), times);
+  return allocated(done);
+}
+
+// Sets the disk flag of the files at `flags` (offsets) of index `path`, and its hash.
+Status mark_on_disk(const std::string& path, const std::vector<std::uint64_t>& flags) {
+  struct stat st {};
+  UniqueFd fd = open_own(path, O_RDONLY, &st);
+  if (!fd.valid() || st.st_size < static_cast<off_t>(sizeof(IndexHeader))) {
+    return from_errno(errno != 0 ? errno : EINVAL, "cannot open " + path);
+  }
+  std::vector<std::byte> bytes(static_cast<std::size_t>(st.st_size));
+  if (sys::pread_full(fd.get(), bytes.data(), bytes.size(), 0) !=
+      static_cast<ssize_t>(bytes.size())) {
+    return from_errno(errno != 0 ? errno : EIO, "cannot read " + path);
+  }
+  for (const std::uint64_t at : flags) {
+    if (at >= bytes.size()) return {Errc::kInvalidArgument, 0, path + " changed"};
+    bytes[at] = std::byte{1};
+  }
+  IndexHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  h.body_hash = XXH3_64bits(bytes.data() + sizeof h, bytes.size() - sizeof h);
+  std::memcpy(bytes.data(), &h, sizeof h);
+  return write_file(path, bytes);
 }
 
 // Removes other stores of this user that nobody uses: other allocations' (when this store is an
@@ -470,13 +541,69 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   std::sort(kept.begin(), kept.end(), [&](const Candidate& a, const Candidate& b) {
     return steps[a.step].files[a.file].used_ns < steps[b.step].files[b.file].used_ns;
   });
+  // A memory file over the budget goes to the disk tier first, where there is one and it has
+  // room (copied, then its index says so, then the memory copy goes); else it is dropped.
+  struct Demoted {
+    std::size_t step;
+    std::size_t file;
+    std::string from;
+    std::uint64_t bytes;  // what it cost in memory
+  };
+  std::vector<Demoted> demoted;
   for (const Candidate& c : kept) {
     Step::FileSeen& file = steps[c.step].files[c.file];
     std::uint64_t& total = file.disk ? disk : mem;
     const std::uint64_t budget = file.disk ? disk_budget : mem_budget;
     if (total <= budget) continue;
+    const std::string name = file.path.substr(file.path.rfind('/') + 1);
+    if (!file.disk && !place.disk_root().empty() && disk + file.bytes <= disk_budget &&
+        !name.starts_with("answers-")) {
+      const std::string dir = child(place.disk_root(), steps[c.step].name);
+      const std::string to = child(dir, name);
+      const Status made = ensure_private_dir(dir);
+      Result<std::uint64_t> copied =
+          made.ok() ? copy_sparse(file.path, to) : Result<std::uint64_t>(made);
+      if (copied.ok()) {
+        demoted.push_back({c.step, c.file, file.path, file.bytes});
+        mem -= file.bytes;
+        disk += *copied;
+        file.path = to;
+        file.disk = true;
+        file.bytes = *copied;
+        continue;
+      }
+      LARDER_LOG_INFO("kept file {} cannot go to the disk tier: {}", file.path,
+                      copied.status().message());
+    }
     total -= file.bytes;
     drop_file(c.step, c.file);
+  }
+  if (!demoted.empty()) {
+    std::map<std::string, std::vector<std::uint64_t>> flags;  // index -> disk flags to set
+    for (const Demoted& d : demoted) {
+      const Step::FileSeen& f = steps[d.step].files[d.file];
+      flags[f.index].push_back(f.flag_at);
+    }
+    for (const auto& [index, at] : flags) {
+      const Status s = mark_on_disk(index, at);
+      for (const Demoted& d : demoted) {
+        Step::FileSeen& f = steps[d.step].files[d.file];
+        if (f.index != index) continue;
+        if (s.ok()) {
+          evict(File{d.from, false, false, d.bytes});  // the memory copy
+          out.demoted_bytes += d.bytes;
+          continue;
+        }
+        // The index still names the memory copy: neither copy is kept.
+        LARDER_LOG_WARN("cannot record kept file {} on the disk tier: {}", d.from, s.message());
+        evict(File{d.from, false, false, d.bytes});
+        disk -= f.bytes;
+        dropped_live = true;
+        out.evicted_bytes += d.bytes;
+        evict(File{f.path, true, false, f.bytes});
+        f.usable = false;
+      }
+    }
   }
   for (const Step& step : steps) {
     bool any = false;

@@ -14,7 +14,8 @@
 //   <local_dir>/larder-<uid>/keep-<name>/<node>/<step>/arena-<rank>.disk   disk-tier files
 //
 // A step's files are moved (renamed, never copied) into the store when the step ends; the next
-// step's node leader builds one lookup table of every finished step (newest first), and a chunk
+// step's node leader builds one lookup table of every finished step (newest first; memory files
+// over LARDER_MEM go to the disk tier when it has room, else they are dropped), and a chunk
 // is adopted from it only for the file version its reader's own stat answer names, and only
 // after its bytes match the content hash the index carries (Cache::adopt_kept). Nothing is read
 // from a file, directory or link that is not this user's own regular file or private directory.
@@ -83,6 +84,7 @@ struct KeptPrepared {
   std::uint64_t disk_bytes = 0;  // kept on its disk tier, counted against LARDER_DISK
   std::uint64_t chunks = 0;
   std::uint64_t evicted_bytes = 0;     // trimmed to the budgets, or superseded by newer steps
+  std::uint64_t demoted_bytes = 0;     // moved from memory to the disk tier to fit LARDER_MEM
   std::uint64_t unfinished_bytes = 0;  // of steps whose writer did not finish
   int stores_removed = 0;              // other allocations' stores, stores past LARDER_KEEP_TTL
 };

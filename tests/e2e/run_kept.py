@@ -16,7 +16,9 @@ compared with the file's own:
   7. another user's directory and a symlink planted in the store are never read or followed;
   8. a smaller LARDER_MEM trims the kept store before the step starts (kept.bytes_evicted);
   9. eviction under readers: kept files in use stay, kept files nobody uses make room;
- 10. the disk tier kept: a step whose memory budget holds almost nothing keeps its chunks on the
+ 10. demotion: a step with less memory than the store keeps in memory moves the least recently
+     used kept files to the disk tier and reads nothing from the PFS;
+     the disk tier kept: a step whose memory budget holds almost nothing keeps its chunks on the
      disk tier; the next step adopts them from there; a byte changed in node 0's kept disk files
      and a disk file of node 1 cut short: the right bytes, the mismatches counted;
  11. files produced in `local` mode (no PFS copy) by rank 0 (node 0) and rank 2 (node 1) in one
@@ -354,6 +356,18 @@ def main():
         # chunks go to the disk tier and are kept there.
         on_disk = {"LARDER_KEEP": "disk", "LARDER_MEM": "0", "LARDER_DISK": "64M"}
         now = tree_bytes(job.data)
+        # Demotion: a step started with less memory than its store keeps in memory moves the
+        # least recently used kept files to the disk tier (room there) instead of dropping them.
+        demote = {"LARDER_KEEP": "demote", "LARDER_DISK": "64M"}
+        steps.run("demotion: step 1 (kept in memory)", demote)
+        s = steps.run("demotion: step 2 (LARDER_MEM=1M, a disk tier)",
+                      dict(demote, LARDER_MEM="1M"))
+        check(s["kept"]["bytes_demoted"] > 0 and s["kept"]["bytes_evicted"] == 0,
+              f"kept memory files went to the disk tier ({s['kept']['bytes_demoted']} B), none "
+              f"dropped ({s['kept']['bytes_evicted']} B)")
+        check(s["pfs"]["bytes_read"] == 0,
+              "demotion: step 2 read no byte from the PFS (what left memory came from disk)")
+
         s = steps.run("disk tier: step 1 (cold)", on_disk)
         check(s["pfs"]["bytes_read"] == now, f"disk step 1 read the tree from the PFS once ({now} B)")
         disk_root = os.path.join(job.local, f"larder-{os.geteuid()}", "keep-name-disk")

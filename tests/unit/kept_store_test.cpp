@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -77,8 +78,9 @@ struct Node {
     }
   }
 
-  Result<KeptPrepared> prepare(const std::string& job, std::uint64_t mem = 1ull << 30) {
-    return KeptStore::prepare(place, job, mem, 1ull << 30, 3600s);
+  Result<KeptPrepared> prepare(const std::string& job, std::uint64_t mem = 1ull << 30,
+                               std::uint64_t disk = 1ull << 30) {
+    return KeptStore::prepare(place, job, mem, disk, 3600s);
   }
 };
 
@@ -297,22 +299,58 @@ TEST(KeptStoreTest, AnAnswersFileCutShortIsNotReadPastItsEnd) {
   KeptStore::remove_table(node.place, "4444444444444444");
 }
 
-TEST(KeptStoreTest, ASmallerBudgetTrimsTheLeastRecentlyUsedFirst) {
-  Node node;
+// Two steps of 4 chunks of 64 KiB (keys 100.., 200..), the first's file used more recently.
+void keep_two_steps_first_used_last(Node& node) {
   node.keep_step("1111111111111111", 100, 4, 65536);
   node.keep_step("3333333333333333", 200, 4, 65536);
-  // The first step's file was used more recently than the second's.
-  std::this_thread::sleep_for(20ms);
+  std::this_thread::sleep_for(20ms);  // file times order the uses (ns mtimes)
   KeptStore::touch(node.place.shm_root() + "/1111111111111111/arena-0.mem");
-  auto prepared = node.prepare("2222222222222222", /*mem=*/300 * 1024);
+}
+
+TEST(KeptStoreTest, ASmallerBudgetTrimsTheLeastRecentlyUsedFirst) {
+  Node node;
+  keep_two_steps_first_used_last(node);
+  auto prepared = node.prepare("2222222222222222", /*mem=*/300 * 1024, /*disk=*/0);
   ASSERT_TRUE(prepared.ok());
   EXPECT_GT(prepared->evicted_bytes, 0u);
+  EXPECT_EQ(prepared->demoted_bytes, 0u) << "no room on the disk tier";
   EXPECT_LE(prepared->mem_bytes, 300u * 1024);
   auto kept = KeptStore::open(node.place, "2222222222222222");
   ASSERT_TRUE(kept.ok());
   EXPECT_NE((*kept)->find(key_of(100)), nullptr) << "the recently used file stays";
   EXPECT_EQ((*kept)->find(key_of(200)), nullptr) << "the least recently used file went";
   KeptStore::remove_table(node.place, "2222222222222222");
+}
+
+TEST(KeptStoreTest, OverTheMemoryBudgetTheLeastRecentlyUsedGoesToTheDiskTierFirst) {
+  Node node;
+  keep_two_steps_first_used_last(node);
+  const std::string mem_copy = node.place.shm_root() + "/3333333333333333/arena-0.mem";
+  std::ifstream in(mem_copy, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto prepared = node.prepare("2222222222222222", /*mem=*/300 * 1024);
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->evicted_bytes, 0u) << "nothing dropped: the disk tier had room";
+  EXPECT_GE(prepared->demoted_bytes, 4u * 65536);
+  EXPECT_LE(prepared->mem_bytes, 300u * 1024);
+  EXPECT_GE(prepared->disk_bytes, 4u * 65536);
+  EXPECT_FALSE(exists(mem_copy)) << "the memory copy went";
+  // A later step finds it on the disk tier, as the rewritten index says, with the same bytes.
+  KeptStore::remove_table(node.place, "2222222222222222");
+  ASSERT_TRUE(node.prepare("4444444444444444", /*mem=*/300 * 1024).ok());
+  auto kept = KeptStore::open(node.place, "4444444444444444");
+  ASSERT_TRUE(kept.ok());
+  const KeptRecord* r = (*kept)->find(key_of(201));
+  ASSERT_NE(r, nullptr);
+  const KeptStore::File& file = (*kept)->file(r->file);
+  EXPECT_TRUE(file.disk);
+  EXPECT_EQ(file.path.rfind(node.place.disk_root(), 0), 0u) << file.path;
+  std::ifstream moved(file.path, std::ios::binary);
+  const std::string got((std::istreambuf_iterator<char>(moved)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, bytes);
+  ASSERT_NE((*kept)->find(key_of(100)), nullptr);
+  EXPECT_FALSE((*kept)->file((*kept)->find(key_of(100))->file).disk) << "the recent one stays";
+  KeptStore::remove_table(node.place, "4444444444444444");
 }
 
 TEST(KeptStoreTest, AnAllocationsFirstStepRemovesOtherAllocationsStores) {
