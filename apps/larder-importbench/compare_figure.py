@@ -18,6 +18,8 @@ on emulated nodes of 2 ranks, six ways side by side:
             LARDER_KEEP set, not measured) keeps what it cached on each node; the page cache is
             dropped and the measured step imports over the kept stores (the time includes the
             step's adoption of them; node memory is the kept stores plus what the step adds)
+  later_trusted  the same with LARDER_REVALIDATE=0 in the measured step (files declared not to
+            change): it uses the kept stat answers and listings as they are
 
 Every emulated node has its own PFS client, as on a cluster: one scripts/pfs/pfs.sh instance per
 node (its own server and client namespaces, shaped link and sshfs mount). Each rank runs through
@@ -37,7 +39,7 @@ gnuplot, a PNG (--png): slowest-rank seconds against ranks, one line per way.
 
     python3 apps/larder-importbench/compare_figure.py --build build/release [--rate 1gbit]
         [--delay 250us] [--ranks 1,2,4,8]
-        [--ways plain,larder,later_step,stage,squashfs,tarball]
+        [--ways plain,larder,later_step,later_trusted,stage,squashfs,tarball]
         [--tree DIR] [--tar-blocking 2048] [--out FILE.md] [--png FILE.png] [--json FILE.json]
 
 --tree reuses a tree built before (hard-linked into the export) instead of building one. Every
@@ -69,7 +71,9 @@ TAR_BLOCKING = 2048
 
 # The ways, in table order: key, label.
 WAYS = [("plain", "plain (PFS)"), ("larder", "Larder cold"),
-        ("later_step", "Larder in a later job step"), ("stage", "larder-stage + import"),
+        ("later_step", "Larder in a later job step"),
+        ("later_trusted", "Larder in a later job step, LARDER_REVALIDATE=0"),
+        ("stage", "larder-stage + import"),
         ("squashfs", "squashfs image"), ("tarball", "tarball to /dev/shm")]
 
 # Runs one rank's command with its node's directory bound onto the common path, in a private
@@ -330,17 +334,20 @@ class Bench:
         note = (f"LARDER_STATS: cache.bytes {s['cache']['bytes'] / 1e6:.0f} MB, "
                 f"node.file_bytes {s['node']['file_bytes'] / 1e6:.0f} MB, pfs.bytes_read "
                 f"{s['pfs']['bytes_read'] / 1e6:.0f} MB, kept.bytes_adopted "
-                f"{s['kept']['bytes_adopted'] / 1e6:.0f} MB (job totals)")
+                f"{s['kept']['bytes_adopted'] / 1e6:.0f} MB, kept.answers_adopted "
+                f"{s['kept'].get('answers_adopted', 0)}, pfs.stat_ops {s['pfs']['stat_ops']} "
+                f"(job totals)")
         return t, peak.peak - base, note
 
-    def larder_way(self, n, nodes, keep=None, fresh=True):
+    def larder_way(self, n, nodes, keep=None, fresh=True, extra=None):
         """One measured Larder job in <shm>/larder (made here when `fresh`), removed after it."""
         shm = os.path.join(self.shm, "larder")
         if fresh:
             os.makedirs(shm)
         stats = os.path.join(self.work, "larder-stats.json")
         try:
-            t, mem, note = self.larder_job(n, shm, self.larder_env(shm, stats, keep), stats)
+            env = dict(self.larder_env(shm, stats, keep), **(extra or {}))
+            t, mem, note = self.larder_job(n, shm, env, stats)
             return 0.0, t, mem / nodes, note
         finally:
             shutil.rmtree(shm, ignore_errors=True)
@@ -358,6 +365,15 @@ class Bench:
 
     def way_later_step(self, n, nodes):
         return self.larder_way(n, nodes, keep="figure", fresh=False)
+
+    # The same, where the environment is declared unchanging (LARDER_REVALIDATE=0): the step uses
+    # the kept stat answers and listings as they are, asking the PFS nothing.
+    def prepare_later_trusted(self, n, nodes):
+        self.prepare_later_step(n, nodes)
+
+    def way_later_trusted(self, n, nodes):
+        return self.larder_way(n, nodes, keep="figure", fresh=False,
+                               extra={"LARDER_REVALIDATE": "0"})
 
     def way_stage(self, n, nodes):
         dest = os.path.join(self.shm, "stage")
