@@ -459,8 +459,9 @@ class Cache {
   std::unordered_map<std::uint32_t, std::uint32_t> kept_uses_;  // guarded by kept_mu_ (no table)
   std::vector<KeptRecord> placed_;      // guarded by kept_mu_: what this rank placed, to keep
   std::vector<KeptProduced> produced_;  // guarded by kept_mu_: produced in local mode, to keep
-  std::vector<Key> noted_answers_;      // guarded by kept_mu_: see note_answer()
-  std::vector<std::pair<Key, std::string>> noted_listings_;  // guarded by kept_mu_
+  // Guarded by kept_mu_: see note_answer(). Sets, so a renewed answer is noted once.
+  std::unordered_set<Key, KeyHash> noted_answers_;
+  std::unordered_map<Key, std::string, KeyHash> noted_listings_;
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so
   // remembering them saves a lookup (a remote atomic can cost milliseconds under Open MPI).

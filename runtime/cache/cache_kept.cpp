@@ -299,15 +299,15 @@ void Cache::note_answer(const Key& key, const std::string* listing) {
   if (kept_place_ == nullptr) return;
   std::lock_guard lock(kept_mu_);
   if (listing != nullptr) {
-    noted_listings_.emplace_back(key, *listing);
+    noted_listings_.emplace(key, *listing);
   } else {
-    noted_answers_.push_back(key);
+    noted_answers_.insert(key);
   }
 }
 
 void Cache::collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecord>* records) {
-  std::vector<Key> paths;
-  std::vector<std::pair<Key, std::string>> listings;
+  std::unordered_set<Key, KeyHash> paths;
+  std::unordered_map<Key, std::string, KeyHash> listings;
   {
     std::lock_guard lock(kept_mu_);
     paths.swap(noted_answers_);
@@ -322,7 +322,6 @@ void Cache::collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecor
     *out = f.payload;
     return true;
   };
-  std::unordered_set<Key, KeyHash> seen;
   auto add = [&](const Key& key, const Payload& payload, std::span<const std::byte> blob) {
     KeptRecord r;
     r.word = key.word;
@@ -337,14 +336,14 @@ void Cache::collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecor
   };
   for (const Key& key : paths) {
     Payload payload;
-    if (!seen.insert(key).second || !answer_of(key, &payload)) continue;
+    if (!answer_of(key, &payload)) continue;
     const auto rec = unpack<PathRecord>(payload);
     if (rec.produced() || rec.local_only()) continue;  // produced files are kept their own way
     add(key, payload, {});
   }
   for (const auto& [key, path] : listings) {
     Payload payload;
-    if (!seen.insert(key).second || !answer_of(key, &payload)) continue;
+    if (!answer_of(key, &payload)) continue;
     const auto rec = unpack<ListingRecord>(payload);
     std::shared_ptr<const Listing> listing;
     if (rec.error == 0) {
