@@ -14,6 +14,7 @@
 #include "mpi_transport/mpi_messenger.hpp"
 #include "mpi_transport/mpi_status.hpp"
 #include "mpi_transport/rma_transport.hpp"
+#include "mpi_transport/spread_reduce.hpp"
 #include "mpi_transport/window_shards.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/directory/sharded_directory.hpp"
@@ -383,37 +384,21 @@ Result<StatsSnapshot> MpiJob::reduce_stats(const StatsSnapshot& mine, const Peer
   total.ranks = topology_.size;
 
   // The load each rank carried: what every rank asked of it, summed at the rank asked (one
-  // message from each asker, nothing between ranks that never met), then four numbers of each
-  // rank gathered to rank 0 for the distributions (rank 0 only holds one row per rank).
-  const auto n = static_cast<std::size_t>(topology_.size);
+  // message from each asker, nothing between ranks that never met); then its spread over the
+  // ranks and nodes by reductions (no rank holds a row per rank: spread_reduce.hpp).
   std::uint64_t carried[2] = {0, 0};  // bytes served, directory operations received
   if (Status s = exchange_load(load, carried); !s.ok()) return s;
   const std::uint64_t own[4] = {carried[0], carried[1], mine.get(Counter::transport_gets),
                                 mine.get(Counter::wait_ns)};
-  std::vector<std::uint64_t> owns(topology_.rank == 0 ? 4 * n : 0);
-  if (Status s = mpi::from_mpi(
-          MPI_Gather(own, 4, MPI_UINT64_T, owns.data(), 4, MPI_UINT64_T, 0, comm_), "MPI_Gather");
-      !s.ok()) {
-    return s;
-  }
+  const SpreadPlace place{comm_, impl_->node_comm.get(), &topology_};
+  auto spreads = reduce_spreads(place, own);
+  if (!spreads.ok()) return spreads.status();
   if (topology_.rank == 0) {
-    std::vector<std::uint64_t> served(n);
-    std::vector<std::uint64_t> received(n);
-    std::vector<std::uint64_t> gets(n);
-    std::vector<std::uint64_t> waits(n);
-    for (std::size_t r = 0; r < n; ++r) {
-      served[r] = owns[4 * r];
-      received[r] = owns[4 * r + 1];
-      gets[r] = owns[4 * r + 2];
-      waits[r] = owns[4 * r + 3];
-    }
-    std::vector<int> nodes(n);  // rank 0 only, at finalize, beside the gathered values
-    for (std::size_t r = 0; r < n; ++r) nodes[r] = topology_.node_of(static_cast<int>(r));
     Skew skew;
-    skew.bytes_served = spread_of(served, nodes);
-    skew.directory_ops_received = spread_of(received, nodes);
-    skew.remote_fetches = spread_of(gets, nodes);
-    skew.wait_ns = spread_of(waits, nodes);
+    skew.bytes_served = (*spreads)[0];
+    skew.directory_ops_received = (*spreads)[1];
+    skew.remote_fetches = (*spreads)[2];
+    skew.wait_ns = (*spreads)[3];
     total.skew = skew;
   }
   if (parts != nullptr) {

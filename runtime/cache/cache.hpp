@@ -453,6 +453,7 @@ class Cache {
   KeptStore* kept_;
   const KeptPlace* kept_place_;
   std::atomic<std::uint32_t> kept_evict_next_[2] = {};  // per tier: the next kept file to consider
+  std::atomic<std::uint32_t> kept_evict_own_next_[2] = {};  // the same, among this rank's share
   std::mutex kept_mu_;
   std::unordered_map<std::uint32_t, Payload> kept_local_;  // guarded by kept_mu_ (no node table)
   std::unordered_set<std::uint32_t> kept_touched_;  // guarded by kept_mu_: kept files used here

@@ -202,26 +202,38 @@ bool Cache::adopt_kept(const Key& key, std::uint64_t version, std::uint64_t leng
 bool Cache::make_room(Tier tier, std::uint64_t length) {
   if (kept_ == nullptr || closing()) return false;
   std::uint64_t freed = 0;
-  std::atomic<std::uint32_t>& next = kept_evict_next_[tier == Tier::kDisk ? 1 : 0];
-  // Files are in the table least recently used first; each is decided once per node. A file no
-  // rank of this node has read from in this step goes: one adopted only to publish its chunks
-  // for other nodes too (its pages are punched out, so its mappings stay valid and read zeros,
-  // which the other nodes' hash checks reject; so only with LARDER_VERIFY on).
-  for (std::uint32_t n = next.load(std::memory_order_relaxed);
-       n < kept_->file_count() && freed < length; n = next.load()) {
-    if (!next.compare_exchange_strong(n, n + 1)) continue;
-    const KeptStore::File& file = kept_->file(n);
-    if (file.disk != (tier == Tier::kDisk) || file.answers) continue;
-    bool evicted = false;
-    auto adopted = kept_file(n, false, &evicted);
-    if (!evicted && adopted.ok() && config_.verify && kept_use(n, false)) {
-      KeptStore::evict(file);
-      stats_.add(Counter::kept_bytes_evicted, file.bytes);
-      Arena* arena = tiers_.get(file.disk ? Tier::kDisk : Tier::kMem);
-      if (arena != nullptr) arena->raise_limit(file.bytes);
-      evicted = true;
+  const std::size_t t = tier == Tier::kDisk ? 1 : 0;
+  // The room an eviction frees is the evicting rank's (its arena's limit grows), so the node's
+  // ranks share the kept files: a rank first evicts its own share (file n is node-local rank
+  // n mod R's), then any file. Otherwise one rank could take every file's room while another
+  // rank of the node, short of room, reads the PFS.
+  const int node = topology_.node();
+  const auto ranks = static_cast<std::uint32_t>(std::max(1, topology_.ranks_on_node(node)));
+  const auto mine = static_cast<std::uint32_t>(topology_.rank - topology_.leader_of(node)) % ranks;
+  for (const bool own : {true, false}) {
+    // Files are in the table least recently used first; each is decided once per node. A file no
+    // rank of this node has read from in this step goes: one adopted only to publish its chunks
+    // for other nodes too (its pages are punched out, so its mappings stay valid and read zeros,
+    // which the other nodes' hash checks reject; so only with LARDER_VERIFY on).
+    std::atomic<std::uint32_t>& next = own ? kept_evict_own_next_[t] : kept_evict_next_[t];
+    for (std::uint32_t n = next.load(std::memory_order_relaxed);
+         n < kept_->file_count() && freed < length; n = next.load()) {
+      if (!next.compare_exchange_strong(n, n + 1)) continue;
+      if (own && n % ranks != mine) continue;
+      const KeptStore::File& file = kept_->file(n);
+      if (file.disk != (tier == Tier::kDisk) || file.answers) continue;
+      bool evicted = false;
+      auto adopted = kept_file(n, false, &evicted);
+      if (!evicted && adopted.ok() && config_.verify && kept_use(n, false)) {
+        KeptStore::evict(file);
+        stats_.add(Counter::kept_bytes_evicted, file.bytes);
+        Arena* arena = tiers_.get(file.disk ? Tier::kDisk : Tier::kMem);
+        if (arena != nullptr) arena->raise_limit(file.bytes);
+        evicted = true;
+      }
+      if (evicted) freed += file.bytes;
     }
-    if (evicted) freed += file.bytes;
+    if (freed >= length) break;
   }
   if (freed > 0) LARDER_LOG_INFO("evicted {} bytes of kept files to make room", freed);
   return freed > 0;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "mpi_transport/mpi_job.hpp"
+#include "mpi_transport/spread_reduce.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/tier/arena.hpp"
 #include "runtime/tier/local_tiers.hpp"
@@ -199,6 +200,86 @@ TEST(TopologyTest, BlocksWithAShorterLastNode) {
   EXPECT_EQ(cyclic.leader_of(1), 1);
   EXPECT_TRUE(cyclic.same_node(0, 2));
   EXPECT_EQ(cyclic.bytes_per_job(), 4 * sizeof(int));
+}
+
+// This rank, the job's size and the ranks sharing this host's memory (freed at the end).
+struct World {
+  int rank = 0;
+  int size = 1;
+  MPI_Comm host = MPI_COMM_NULL;
+  World() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host);
+  }
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+  ~World() { MPI_Comm_free(&host); }
+};
+
+// The spread of the load made by reductions (finalize: spread_reduce.hpp) is exactly spread_of()
+// over the gathered values, for values with ties, zeros, one huge value and distinct ones, over
+// emulated nodes of 1, 2 and 3 ranks and a round-robin placement.
+TEST(SpreadReduceTest, EqualsTheSpreadOfTheGatheredValues) {
+  const World world;
+  const int rank = world.rank;
+  const int size = world.size;
+  MPI_Comm host = world.host;
+  const auto r = static_cast<std::uint64_t>(rank);
+  const std::vector<std::uint64_t> mine = {
+      (r * 7919 + 13) % 101,          // distinct-ish, with ties
+      r % 3 == 0 ? 0u : 5u,           // many ties and zeros
+      0u,                             // all zero
+      r == 1 ? (1ull << 62) + 3 : r,  // one huge value
+  };
+  std::vector<std::uint64_t> all(mine.size() * static_cast<std::size_t>(size));
+  ASSERT_EQ(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
+                          static_cast<int>(mine.size()), MPI_UINT64_T, MPI_COMM_WORLD),
+            MPI_SUCCESS);
+  std::vector<Topology> placements;
+  for (const int block : {1, 2, 3}) {
+    Topology t;
+    t.rank = rank;
+    t.size = size;
+    t.block = block;
+    placements.push_back(t);
+  }
+  Topology cyclic;
+  cyclic.rank = rank;
+  cyclic.size = size;
+  cyclic.block = 0;
+  for (int q = 0; q < size; ++q) cyclic.table.push_back(q % 2);
+  placements.push_back(cyclic);
+  for (const Topology& t : placements) {
+    auto got = reduce_spreads(SpreadPlace{MPI_COMM_WORLD, host, &t}, mine);
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    std::vector<int> node_of(static_cast<std::size_t>(size));
+    for (int q = 0; q < size; ++q) node_of[static_cast<std::size_t>(q)] = t.node_of(q);
+    for (std::size_t m = 0; m < mine.size(); ++m) {
+      std::vector<std::uint64_t> values;
+      for (int q = 0; q < size; ++q) values.push_back(all[static_cast<std::size_t>(q) * 4 + m]);
+      const Spread want = spread_of(values, node_of);
+      const Spread& s = (*got)[m];
+      const std::string where = "metric " + std::to_string(m) + ", block " +
+                                std::to_string(t.block) + ", rank " + std::to_string(rank);
+      EXPECT_EQ(s.max, want.max) << where;
+      EXPECT_EQ(s.max_rank, want.max_rank) << where;
+      EXPECT_EQ(s.max_node, want.max_node) << where;
+      EXPECT_EQ(s.median, want.median) << where;
+      EXPECT_EQ(s.total, want.total) << where;
+      EXPECT_EQ(s.ranks_log2, want.ranks_log2) << where;
+      EXPECT_EQ(s.node_max, want.node_max) << where;
+      EXPECT_EQ(s.node_median, want.node_median) << where;
+      EXPECT_EQ(s.node_max_node, want.node_max_node) << where;
+      EXPECT_EQ(s.nodes_log2, want.nodes_log2) << where;
+      ASSERT_EQ(s.top_ranks.size(), want.top_ranks.size()) << where;
+      for (std::size_t i = 0; i < s.top_ranks.size(); ++i) {
+        EXPECT_EQ(s.top_ranks[i].rank, want.top_ranks[i].rank) << where << ", top " << i;
+        EXPECT_EQ(s.top_ranks[i].node, want.top_ranks[i].node) << where << ", top " << i;
+        EXPECT_EQ(s.top_ranks[i].value, want.top_ranks[i].value) << where << ", top " << i;
+      }
+    }
+  }
 }
 
 }  // namespace
