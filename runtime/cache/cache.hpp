@@ -417,6 +417,8 @@ class Cache {
   // may use after one stat of the directory; false: ask the PFS.
   bool kept_path_answer(const std::string& path, bool link, Loaded* out);
   bool kept_listing(const std::string& path, Loaded* out);
+  // Copies a listing's records into this rank's arena and says where in `rec`; false: no room.
+  bool place_listing(std::span<const std::byte> records, ListingRecord* rec);
 
   bool memo_find(const Key& key, Payload* out);
   void memo_put(const Key& key, const Payload& payload);

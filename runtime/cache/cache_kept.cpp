@@ -441,13 +441,7 @@ bool Cache::kept_listing(const std::string& path, Loaded* out) {
         check.count != rec.count) {
       return false;
     }
-    auto place = tiers_.allocate(blob.size());
-    if (!place.ok()) return false;
-    Arena* arena = tiers_.get(place->tier);
-    if (!blob.empty()) std::memcpy(arena->data() + place->offset, blob.data(), blob.size());
-    rec.owner = topology_.rank;
-    rec.tier = place->tier;
-    rec.offset = place->offset;
+    if (!place_listing(blob, &rec)) return false;
   }
   out->publish = true;
   out->answer.payload = pack(rec);

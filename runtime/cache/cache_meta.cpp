@@ -390,21 +390,24 @@ Cache::Loaded Cache::load_listing(const std::string& path) {
     l.answer.payload = pack(rec);
     return l;
   }
-  auto place = tiers_.allocate(listing.records.size());
-  if (!place.ok()) return l;  // no room: everyone lists it directly
-  Arena* arena = tiers_.get(place->tier);
-  if (!listing.records.empty()) {
-    std::memcpy(arena->data() + place->offset, listing.records.data(), listing.records.size());
-  }
-  rec.owner = topology_.rank;
-  rec.tier = place->tier;
-  rec.offset = place->offset;
+  if (!place_listing(listing.records, &rec)) return l;  // no room: everyone lists it directly
   rec.length = listing.records.size();
   rec.count = listing.count;
   rec.hash = hash_of(listing.records);
   l.publish = true;
   l.answer.payload = pack(rec);
   return l;
+}
+
+bool Cache::place_listing(std::span<const std::byte> records, ListingRecord* rec) {
+  auto place = tiers_.allocate(records.size());
+  if (!place.ok()) return false;
+  Arena* arena = tiers_.get(place->tier);
+  if (!records.empty()) std::memcpy(arena->data() + place->offset, records.data(), records.size());
+  rec->owner = topology_.rank;
+  rec->tier = place->tier;
+  rec->offset = place->offset;
+  return true;
 }
 
 Result<Payload> Cache::localize_listing(const Payload& payload) {

@@ -125,7 +125,7 @@ std::uint64_t tree_bytes(const std::string& path) {
   return n;
 }
 
-Status write_file(const std::string& path, const std::vector<std::byte>& bytes) {
+Status write_file(const std::string& path, std::span<const std::byte> bytes) {
   const std::string tmp = path + ".tmp";
   UniqueFd fd(sys::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd.valid()) return from_errno(errno, "cannot create " + tmp);
@@ -851,10 +851,7 @@ Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::st
     // The answers file sits beside the index, in memory; one more file of the step.
     const std::string name = "answers-" + std::to_string(rank);
     const std::string path = shm_dir + "/" + name;
-    if (Status s = write_file(path, std::vector<std::byte>(answers.begin(), answers.end()));
-        !s.ok()) {
-      return s;
-    }
+    if (Status s = write_file(path, answers); !s.ok()) return s;
     struct stat st {};
     if (sys::lstat(path.c_str(), &st) == 0) kept += allocated(st);
     body.push_back(std::byte{0});
