@@ -1,5 +1,7 @@
 #include "ucx_transport/fabric.hpp"
 
+#include "runtime/common/content_hash.hpp"
+
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -8,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "runtime/common/content_hash.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/directory/message_shards.hpp"
 #include "ucx_transport/message_reads.hpp"
@@ -386,22 +389,52 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
     message_reads_->get_many(ops, out);
     return;
   }
-  // Every get is issued first, so that they overlap; then each is waited for.
+  // Every get is issued first, so that they overlap; then each is waited for. A get whose hash
+  // is wanted is issued in pieces of kPiece, each hashed as soon as it has arrived, while the
+  // next ones are still in flight.
   struct InFlight {
     Completion c;
     Peer* peer = nullptr;
     void* request = nullptr;
+    Status issued;
+    std::span<std::byte> into;
   };
-  std::vector<std::unique_ptr<InFlight>> flights(ops.size());
+  std::vector<std::vector<std::unique_ptr<InFlight>>> flights(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    flights[i] = std::make_unique<InFlight>();
-    out[i] = issue_get(ops[i], flights[i]->c, &flights[i]->peer, &flights[i]->request);
+    const std::uint64_t piece = ops[i].hashed != nullptr ? kPiece : ops[i].into.size();
+    for (std::uint64_t at = 0; at == 0 || at < ops[i].into.size(); at += piece) {
+      auto f = std::make_unique<InFlight>();
+      GetOp part = ops[i];
+      part.offset += at;
+      part.into = ops[i].into.subspan(at, std::min<std::uint64_t>(piece, part.into.size() - at));
+      f->into = part.into;
+      f->issued = issue_get(part, f->c, &f->peer, &f->request);
+      flights[i].push_back(std::move(f));
+      if (!flights[i].back()->issued.ok()) break;
+    }
   }
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    InFlight& f = *flights[i];
-    if (f.request == nullptr) continue;
-    out[i] = wait(f.request, f.c, *f.peer);
-    if (!out[i].ok()) f.peer->mark_failed();
+    out[i] = Status();
+    ContentHasher hasher;
+    std::uint64_t ns = 0;
+    for (auto& f : flights[i]) {
+      Status s = std::move(f->issued);
+      if (s.ok() && f->request != nullptr) {
+        s = wait(f->request, f->c, *f->peer);
+        if (!s.ok()) f->peer->mark_failed();
+      }
+      if (!s.ok() && out[i].ok()) out[i] = std::move(s);
+      if (out[i].ok() && ops[i].hashed != nullptr) {
+        const auto t0 = std::chrono::steady_clock::now();
+        hasher.update(f->into);
+        ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - t0)
+                                             .count());
+      }
+    }
+    if (ops[i].hashed != nullptr) {
+      *ops[i].hashed = Hashed{out[i].ok() ? hasher.digest() : 0, ns};
+    }
   }
 }
 

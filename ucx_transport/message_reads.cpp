@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/common/content_hash.hpp"
 #include "runtime/common/log.hpp"
 #include "ucx_transport/fabric.hpp"
 #include "ucx_transport/ucx_messenger.hpp"
@@ -18,6 +19,7 @@ namespace {
 constexpr unsigned kReplyAmId = 2;
 constexpr auto kSpin = std::chrono::microseconds(50);
 constexpr auto kSlice = std::chrono::milliseconds(1);
+
 // How long a reader still waits for a piece whose transfer had started when its holder failed
 // or timed out (the holder's endpoint is closed by then, which ends the transfer).
 constexpr auto kGrace = std::chrono::seconds(1);
@@ -61,12 +63,14 @@ struct MessageReads::Pending {
   int owner = -1;
   std::uint64_t id = 0;
   std::span<std::byte> into;
-  std::vector<std::byte> bounce;  // the target when `into` is not memory this rank serves
+  // The target when `into` is not memory this rank serves (not zeroed: the reply fills it).
+  std::unique_ptr<std::byte[]> bounce;
+  bool wake = false;  // the reader hashes pieces as they arrive: woken by each, not the last only
   std::shared_ptr<Batch> batch;
   Status status;                  // written before done
   std::atomic<bool> done{false};  // release by finish(), acquire by the reader
 
-  std::byte* target() noexcept { return bounce.empty() ? into.data() : bounce.data(); }
+  std::byte* target() noexcept { return bounce ? bounce.get() : into.data(); }
   // Called once, by whoever took the piece from the table.
   void finish(Status s) {
     status = std::move(s);
@@ -78,7 +82,7 @@ struct MessageReads::Pending {
     }
     // After the unlock (the reader would block on the lock at once); `batch` lives on in this
     // piece, which its finisher holds.
-    if (last) batch->cv.notify_all();
+    if (last || wake) batch->cv.notify_all();
   }
 };
 
@@ -250,39 +254,54 @@ ucs_status_t MessageReads::on_reply(void* arg, const void* header, std::size_t h
 
 void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Status> out) {
   auto batch = std::make_shared<Batch>();
-  std::vector<std::shared_ptr<Pending>> pieces(ops.size());
-  std::unordered_map<int, std::vector<std::size_t>> by_owner;  // indices into ops
+  // Each op is asked for in pieces of at most kPiece: the reader copies each out of its bounce
+  // buffer, and hashes it when the caller wants the hash, while the next ones arrive.
+  struct Part {
+    std::size_t op = 0;
+    std::uint64_t offset = 0;  // in the op
+    std::shared_ptr<Pending> p;
+    bool settled = false;  // its outcome is final (in `status`)
+    Status status;
+  };
+  std::vector<Part> parts;
+  std::vector<std::size_t> first(ops.size() + 1, 0);  // op i's parts: [first[i], first[i + 1])
   for (std::size_t i = 0; i < ops.size(); ++i) {
+    first[i] = parts.size();
     const Transport::GetOp& op = ops[i];
     if (op.owner < 0 || op.owner >= fabric_.size() || op.into.empty()) {
       out[i] = Status(Errc::kInvalidArgument, EINVAL, "bad remote read");
       continue;
     }
-    auto p = std::make_shared<Pending>();
-    p->owner = op.owner;
-    p->into = op.into;
-    p->batch = batch;
-    if (!serves(op.into)) p->bounce.resize(op.into.size());
-    pieces[i] = p;
-    ++batch->unfinished;  // before any reply can arrive: the pieces are not in pending_ yet
-  }
-  {
-    std::lock_guard lock(mu_);
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      if (!pieces[i]) continue;
-      pieces[i]->id = next_id_++;
-      pending_.emplace(pieces[i]->id, pieces[i]);
-      by_owner[ops[i].owner].push_back(i);
+    out[i] = Status();
+    const bool bounce = !serves(op.into);
+    const bool split = op.into.size() > kPiece;
+    const std::uint64_t piece = split ? kPiece : op.into.size();
+    for (std::uint64_t at = 0; at < op.into.size(); at += piece) {
+      auto p = std::make_shared<Pending>();
+      p->owner = op.owner;
+      p->into = op.into.subspan(at, std::min<std::uint64_t>(piece, op.into.size() - at));
+      p->batch = batch;
+      p->wake = split;
+      if (bounce) p->bounce = std::make_unique_for_overwrite<std::byte[]>(p->into.size());
+      parts.push_back(Part{i, at, std::move(p)});
+      ++batch->unfinished;  // before any reply can arrive: the pieces are not in pending_ yet
     }
   }
-  // Settled pieces: their outcome is final (out[i] holds it).
-  std::vector<bool> settled(ops.size(), false);
-  for (std::size_t i = 0; i < ops.size(); ++i) settled[i] = !pieces[i];
-  auto fail = [&](std::size_t i, Status s) {
+  first[ops.size()] = parts.size();
+  std::unordered_map<int, std::vector<std::size_t>> by_owner;  // indices into parts
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      parts[k].p->id = next_id_++;
+      pending_.emplace(parts[k].p->id, parts[k].p);
+      by_owner[parts[k].p->owner].push_back(k);
+    }
+  }
+  auto fail = [&](std::size_t k, Status s) {
     // Only whoever takes a piece from the table finishes it: here, nobody else will.
-    if (take(pieces[i]->id)) {
-      out[i] = std::move(s);
-      settled[i] = true;
+    if (take(parts[k].p->id)) {
+      parts[k].status = std::move(s);
+      parts[k].settled = true;
       std::lock_guard lock(batch->mu);
       --batch->unfinished;
     }
@@ -292,43 +311,78 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
     for (std::size_t at = 0; at < indices.size(); at += kPerMessage) {
       const auto part = std::span(indices).subspan(at, std::min(kPerMessage, indices.size() - at));
       body.clear();
-      for (std::size_t i : part) {
-        body.push_back(Request{pieces[i]->id, ops[i].offset, ops[i].into.size(), ops[i].segment,
-                               static_cast<std::uint32_t>(ops[i].tier)});
+      for (std::size_t k : part) {
+        const Transport::GetOp& op = ops[parts[k].op];
+        body.push_back(Request{parts[k].p->id, op.offset + parts[k].offset, parts[k].p->into.size(),
+                               op.segment, static_cast<std::uint32_t>(op.tier)});
       }
       const Status s =
           messenger_.send(owner, Channel::kReadRequest, std::as_bytes(std::span(body)));
       if (!s.ok()) {
-        for (std::size_t i : part) fail(i, s);
+        for (std::size_t k : part) fail(k, s);
       }
     }
   }
+  // Folding: each op's settled pieces, in order, are copied out of their bounce buffers into the
+  // caller's memory and hashed (both in one pass, a block at a time).
+  std::vector<std::size_t> folded(first.begin(), first.end() - 1);
+  std::vector<ContentHasher> hashers(ops.size());  // valid only for ops with `hashed`
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].hashed != nullptr && first[i] < first[i + 1]) hashers[i] = ContentHasher();
+  }
+  std::vector<std::uint64_t> hash_ns(ops.size(), 0);
+  auto fold = [&](std::size_t i) {
+    while (folded[i] < first[i + 1] && parts[folded[i]].settled) {
+      const Part& part = parts[folded[i]++];
+      if (!part.status.ok() && out[i].ok()) out[i] = part.status;
+      if (!out[i].ok()) continue;
+      const std::span<std::byte> into = part.p->into;
+      ContentHasher& h = hashers[i];
+      const auto t0 = std::chrono::steady_clock::now();
+      if (part.p->bounce) {
+        const std::span<const std::byte> from(part.p->bounce.get(), into.size());
+        if (h.valid()) {
+          h.copy_and_update(into.data(), from);
+        } else {
+          std::memcpy(into.data(), from.data(), into.size());
+        }
+      } else if (h.valid()) {
+        h.update(into);
+      } else {
+        continue;
+      }
+      if (h.valid()) {
+        hash_ns[i] +=
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - t0)
+                                           .count());
+      }
+    }
+  };
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + fabric_.timeout();
   std::unordered_map<int, std::chrono::steady_clock::time_point> given_up;  // owner: when
   for (;;) {
     bool all = true;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      if (settled[i]) continue;
-      if (pieces[i]->done.load(std::memory_order_acquire)) {
-        out[i] = pieces[i]->status;
-        if (out[i].ok() && !pieces[i]->bounce.empty()) {
-          std::memcpy(ops[i].into.data(), pieces[i]->bounce.data(), ops[i].into.size());
-        }
-        settled[i] = true;
-        continue;
+    std::size_t settled = 0;
+    for (Part& part : parts) {
+      if (!part.settled && part.p->done.load(std::memory_order_acquire)) {
+        part.status = part.p->status;
+        part.settled = true;
       }
-      all = false;
+      all = all && part.settled;
+      settled += part.settled ? 1 : 0;
     }
+    for (std::size_t i = 0; i < ops.size(); ++i) fold(i);
     if (all) break;
     const auto now = std::chrono::steady_clock::now();
     if (now - start < kSpin) {
       (void)ucp_worker_progress(fabric_.worker());
       continue;
     }
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      if (settled[i]) continue;
-      const int owner = pieces[i]->owner;
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      if (parts[k].settled) continue;
+      const int owner = parts[k].p->owner;
       const bool late = now >= deadline;
       if (!late && !fabric_.peer_failed(owner)) continue;
       if (late && !given_up.contains(owner)) {
@@ -337,17 +391,25 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
         fabric_.give_up(owner);
       }
       auto [when, added] = given_up.emplace(owner, now);
-      fail(i, late ? Status(Errc::kTimeout, ETIMEDOUT, "ucx read timed out")
+      fail(k, late ? Status(Errc::kTimeout, ETIMEDOUT, "ucx read timed out")
                    : Status(Errc::kTransport, 0, "ucx peer has failed"));
       // Its transfer had started: it ends with the endpoint; past the grace, the piece's own
       // buffer (or a never-reused arena range) may still receive it, unread.
-      if (!settled[i] && now - when->second >= kGrace) {
-        out[i] = Status(Errc::kTransport, 0, "ucx read from a failed peer did not end");
-        settled[i] = true;
+      if (!parts[k].settled && now - when->second >= kGrace) {
+        parts[k].status = Status(Errc::kTransport, 0, "ucx read from a failed peer did not end");
+        parts[k].settled = true;
       }
     }
     std::unique_lock lock(batch->mu);  // finish() counts down under it: no wake-up is missed
-    batch->cv.wait_for(lock, kSlice, [&] { return batch->unfinished == 0; });
+    // Woken when the last piece completes, or by each piece of an op hashed as it arrives; done
+    // waiting when a piece finished since the scan above (pieces finished = parts - unfinished).
+    batch->cv.wait_for(lock, kSlice, [&] {
+      return batch->unfinished == 0 || parts.size() - batch->unfinished > settled;
+    });
+  }
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].hashed == nullptr) continue;
+    *ops[i].hashed = Transport::Hashed{out[i].ok() ? hashers[i].digest() : 0, hash_ns[i]};
   }
 }
 

@@ -46,6 +46,12 @@ namespace larder::ucx {
 class Fabric;
 class UcxMessenger;
 
+// Remote reads larger than this are made in pieces of it, so that the reader copies and hashes
+// piece k (GetOp::hashed) while piece k + 1 is in flight. 1 MiB is where ucx_perftest's active
+// messages reach their full rate on this machine's loopback (docs/protocol.md, "Remote reads as
+// messages"); gets are split the same way when their hash is wanted.
+constexpr std::uint64_t kPiece = std::uint64_t{1} << 20;
+
 class MessageReads {
  public:
   // Registers the reply handler on the fabric's worker and the request handler on `messenger`

@@ -66,6 +66,7 @@ struct Args {
   std::uint64_t footprint = 0;
   std::string json;
   unsigned seconds = 10;
+  unsigned repeat = 3;
 };
 
 Plan plan_for(const Args& a, std::uint64_t size, const std::string& transport) {
@@ -113,15 +114,23 @@ nlohmann::json run_tiers(const Args& a, int rank) {
 }
 
 // What checking costs: XXH3-64 against memcpy on this core, and remote reads (every read crosses
-// the transport: the reader's node keeps no copy) with LARDER_VERIFY on and off, side by side.
+// the transport: the reader's node keeps no copy) with LARDER_VERIFY on and off, side by side:
+// `repeat` pairs per size, in alternating order (off first, then on first), so that neither
+// setting always runs on a warmer machine; medians of each and of the pairs' ratios.
 nlohmann::json run_verify(const Args& a, int rank) {
   nlohmann::json out = nlohmann::json::array();
   if (rank == 0) {
-    fmt::print("{:>6} | {:>8} | {:>8} {:>6} | {:>10} {:>10} {:>7}\n", "size", "memcpy", "xxh3",
-               "ratio", "remote off", "remote on", "on/off");
+    fmt::print("{:>6} | {:>8} | {:>8} {:>6} | {:>10} {:>10} {:>7}   ({} pairs, medians)\n", "size",
+               "memcpy", "xxh3", "ratio", "remote off", "remote on", "on/off", a.repeat);
     fmt::print("{:>6} | {:>8} | {:>15} | {:>10} {:>10} {:>7}\n", "", "GB/s", "GB/s  x memcpy",
                "GB/s", "GB/s", "");
   }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0
+                     : (v.size() % 2 == 1 ? v[v.size() / 2]
+                                          : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+  };
   for (std::uint64_t size : a.sizes) {
     Plan p = plan_for(a, size, "ucx");
     Sample mem;
@@ -130,20 +139,32 @@ nlohmann::json run_verify(const Args& a, int rank) {
       mem = larder::bench::measure_memcpy(p);
       hash = larder::bench::measure_hash(p);
     }
-    p.verify = false;
-    const Sample off = larder::bench::measure_hits(p, Locality::kRemote);
-    p.verify = true;
-    const Sample on = larder::bench::measure_hits(p, Locality::kRemote);
+    std::vector<double> offs;
+    std::vector<double> ons;
+    std::vector<double> ratios;
+    nlohmann::json pairs = nlohmann::json::array();
+    for (unsigned k = 0; k < a.repeat; ++k) {
+      Sample off;
+      Sample on;
+      for (const bool verify : {k % 2 == 1, k % 2 == 0}) {
+        p.verify = verify;
+        (verify ? on : off) = larder::bench::measure_hits(p, Locality::kRemote);
+      }
+      offs.push_back(off.gbps());
+      ons.push_back(on.gbps());
+      ratios.push_back(off.gbps() > 0 ? on.gbps() / off.gbps() : 0.0);
+      pairs.push_back({{"remote_verify_off", to_json(off)}, {"remote_verify_on", to_json(on)}});
+    }
     if (rank == 0) {
       fmt::print("{:>6} | {:>8.2f} | {:>8.2f} {:>6.2f} | {:>10.3f} {:>10.3f} {:>7.3f}\n",
-                 size_label(size), mem.gbps(), hash.gbps(), hash.gbps() / mem.gbps(), off.gbps(),
-                 on.gbps(), on.gbps() / off.gbps());
+                 size_label(size), mem.gbps(), hash.gbps(), hash.gbps() / mem.gbps(), median(offs),
+                 median(ons), median(ratios));
       std::fflush(stdout);
       out.push_back({{"size", size},
                      {"memcpy", to_json(mem)},
                      {"xxh3", to_json(hash)},
-                     {"remote_verify_off", to_json(off)},
-                     {"remote_verify_on", to_json(on)}});
+                     {"pairs", pairs},
+                     {"median_ratio", median(ratios)}});
     }
   }
   return out;
@@ -246,6 +267,8 @@ int main(int argc, char** argv) {
       "directory for the test files")("sizes", po::value(&sizes)->default_value(sizes),
                                       "comma-separated read (= chunk) sizes")(
       "bytes", po::value(&bytes)->default_value(bytes), "bytes read per measurement")(
+      "repeat", po::value(&a.repeat)->default_value(a.repeat),
+      "verify: pairs of runs (off and on) per size")(
       "footprint", po::value(&footprint)->default_value(footprint),
       "file size per chunk size (4..4096 chunks)")("json", po::value(&a.json),
                                                    "also write the samples as JSON here");
@@ -268,6 +291,7 @@ int main(int argc, char** argv) {
       a.sizes.push_back(parse_size(sizes.substr(s, e == std::string::npos ? e : e - s)));
       s = e == std::string::npos ? sizes.size() : e + 1;
     }
+    if (a.repeat == 0) throw std::invalid_argument("--repeat must be at least 1");
     a.bytes = parse_size(bytes);
     a.footprint = parse_size(footprint);
   } catch (const std::exception& e) {

@@ -95,10 +95,20 @@ Sample measure_hits(const Plan& p, Locality locality) {
   check(larder_init(MPI_COMM_WORLD) == LARDER_OK, "larder_init");
   std::vector<char> buf(p.chunk);
   const std::string path = file_for(p);
-  const int fd = larder_open(path.c_str(), O_RDONLY);
-  check(fd >= 0, "larder_open " + path);
-  if (rank == 0) read_pass(fd, p, buf);  // rank 0 owns every chunk
+  // Rank 0 owns every chunk: it opens and reads the file before the reader opens it (a reader
+  // without a budget that opened it first could claim the first chunk, find no room, and send
+  // every rank to the file system for it).
+  int fd = -1;
+  if (rank == 0) {
+    fd = larder_open(path.c_str(), O_RDONLY);
+    check(fd >= 0, "larder_open " + path);
+    read_pass(fd, p, buf);
+  }
   MPI_Barrier(MPI_COMM_WORLD);
+  if (rank != 0) {
+    fd = larder_open(path.c_str(), O_RDONLY);
+    check(fd >= 0, "larder_open " + path);
+  }
   Sample s;
   if (rank == reader) {
     read_pass(fd, p, buf);  // warm: directory answers remembered, endpoints connected

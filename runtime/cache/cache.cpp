@@ -380,15 +380,20 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
   if (check && !whole) chunk.resize(record.length);
   const std::span<std::byte> dst = check && !whole ? std::span(chunk) : into;
   stats_.add(Counter::transport_gets);
-  const Transport::GetOp op{record.owner, record.tier, record.segment,
-                            record.offset + (check && !whole ? 0 : offset_in_chunk), dst};
+  Transport::Hashed arrived;
+  const Transport::GetOp op{record.owner,
+                            record.tier,
+                            record.segment,
+                            record.offset + (check && !whole ? 0 : offset_in_chunk),
+                            dst,
+                            check ? &arrived : nullptr};
   if (Status s = timed_get(op); !s.ok()) {
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                        dst.size(), record.owner, s.to_string());
     return failed(FallbackCause::kTransport);
   }
-  if (check && !verified(dst, record.hash, record.owner, "another node's memory")) {
+  if (check && !verified(dst, record.hash, record.owner, "another node's memory", &arrived)) {
     stats_.add(Counter::integrity_refetched);  // the caller reads the PFS instead
     return failed(FallbackCause::kIntegrity);
   }

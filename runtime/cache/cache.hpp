@@ -375,9 +375,10 @@ class Cache {
   // Content hashes (cache_verify.cpp). hash_of: the hash of bytes entering the cache (0 with
   // LARDER_VERIFY=off); verified: whether bytes that entered this node match `expected` (counted;
   // a mismatch is warned about, naming the file and chunk of the ChunkContext, and `holder`).
+  // `arrived`: the hash the transport computed as they arrived, if it did (else hashed here).
   std::uint64_t hash_of(std::span<const std::byte> bytes);
   bool verified(std::span<const std::byte> bytes, std::uint64_t expected, int holder,
-                const char* hop);
+                const char* hop, const Transport::Hashed* arrived = nullptr);
   class ChunkContext {  // the chunk this thread is locating, for the warnings
    public:
     ChunkContext(const CachedFile& file, std::uint64_t index) noexcept;

@@ -247,6 +247,8 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
   std::vector<Transport::GetOp> ops;
   std::vector<std::size_t> of;
   std::vector<ChunkRecord> copies;
+  std::vector<Transport::Hashed> arrived;
+  arrived.reserve(which.size());
   for (std::size_t i : which) {
     const auto origin = unpack<ChunkRecord>(items[i].answer.payload);
     if (origin.owner >= 0 && on_this_node(origin.owner) && !kept_record_usable(origin)) {
@@ -277,6 +279,9 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
     Arena* arena = tiers_.get(copy.tier);
     ops.push_back(Transport::GetOp{origin.owner, origin.tier, origin.segment, origin.offset,
                                    std::span(arena->data() + copy.offset, copy.length)});
+    if (config_.verify && copy.hash != 0) {
+      ops.back().hashed = &arrived.emplace_back();  // `arrived` is reserved: never reallocated
+    }
     of.push_back(i);
     copies.push_back(copy);
   }
@@ -297,7 +302,8 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
       continue;  // the origin's copy stays the answer
     }
     stats_.add(Counter::transport_bytes, ops[k].into.size());
-    if (!verified(ops[k].into, copies[k].hash, ops[k].owner, "another node's copy")) {
+    if (!verified(ops[k].into, copies[k].hash, ops[k].owner, "another node's copy",
+                  ops[k].hashed)) {
       stats_.add(Counter::integrity_refetched);
       continue;  // the origin's copy stays the answer (read and checked again when used)
     }

@@ -18,7 +18,9 @@ Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecor
     return Status(Errc::kInternal, EINVAL, "copy destination outside the arena");
   }
   stats_.add(Counter::transport_gets);
-  const Transport::GetOp op{source.owner, source.tier, source.segment, source.offset, dst};
+  Transport::Hashed arrived;
+  const Transport::GetOp op{source.owner,  source.tier, source.segment,
+                            source.offset, dst,         &arrived};
   if (Status s = timed_get(op); !s.ok()) {
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
@@ -28,7 +30,7 @@ Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecor
   stats_.add(Counter::transport_bytes, dst.size());
   if (load_ != nullptr) load_->fetched(source.owner, dst.size());
   // Bytes that entered this node: checked before anyone on it is served from them.
-  if (!verified(dst, source.hash, source.owner, "another node's copy")) {
+  if (!verified(dst, source.hash, source.owner, "another node's copy", &arrived)) {
     return Status(Errc::kIoError, EBADMSG, "a copy from another node does not match its hash");
   }
   return into;

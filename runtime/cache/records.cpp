@@ -24,9 +24,4 @@ bool PathRecord::same_as(const PathRecord& other) const noexcept {
   return meta.mode == other.meta.mode && file == other.file && version() == other.version();
 }
 
-std::uint64_t content_hash(const void* data, std::size_t length) noexcept {
-  const std::uint64_t h = XXH3_64bits(data, length);
-  return h == 0 ? 1 : h;
-}
-
 }  // namespace larder

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "runtime/chunk/chunk_key.hpp"
+#include "runtime/common/content_hash.hpp"
 #include "runtime/pfs/file_meta.hpp"
 #include "runtime/tier/arena.hpp"
 
@@ -91,9 +92,6 @@ struct ListingRecord {
   // that finds the directory at this version uses the kept listing without listing it again.
   std::uint64_t dir_version = 0;
 };
-
-// The content hash of bytes the cache holds: XXH3-64, never 0 (0 means "not hashed").
-std::uint64_t content_hash(const void* data, std::size_t length) noexcept;
 
 }  // namespace larder
 

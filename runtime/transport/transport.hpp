@@ -27,14 +27,22 @@ class Transport {
   virtual ~Transport() = default;
   virtual const char* name() const noexcept = 0;
 
+  // The content hash of a get's bytes, computed by the transport as they arrived.
+  struct Hashed {
+    std::uint64_t hash = 0;  // content_hash(into); 0: the transport did not hash them
+    std::uint64_t ns = 0;    // time spent hashing (and copying out of a receive buffer with it)
+  };
   // One copy: into.size() bytes at `offset` of rank `owner`'s arena `tier` (or, for tier kFile,
-  // of its segment `segment`).
+  // of its segment `segment`). With `hashed`, the caller wants the bytes' hash. A transport that
+  // receives them in pieces hashes each piece while the next ones are in flight and fills it in;
+  // one that does not leaves it 0, and the caller hashes `into` itself.
   struct GetOp {
     int owner = -1;
     Tier tier = Tier::kMem;
     std::uint32_t segment = 0;
     std::uint64_t offset = 0;
     std::span<std::byte> into;
+    Hashed* hashed = nullptr;
   };
   virtual Status get(const GetOp& op) = 0;
   // Many gets at once (from any owners): out[i] is the outcome of ops[i]. Transports that can

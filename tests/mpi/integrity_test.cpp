@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <larder/larder.hpp>
 
+#include "runtime/common/content_hash.hpp"
 #include "tests/mpi/mpi_fixture.hpp"
 #include "tests/mpi/scoped_seams.hpp"
 #include "tests/support/data_files.hpp"
@@ -13,7 +14,9 @@ namespace larder::testing {
 namespace {
 
 // Forwards to the real transport, then flips a byte of what arrived from rank `bad` (only for
-// gets that start inside [from, to) of the holder's memory when `to` is set).
+// gets that start inside [from, to) of the holder's memory when `to` is set). A real transport
+// that hashed the bytes as they arrived (GetOp::hashed) would have hashed the flipped byte: the
+// hash is made again over what the caller now holds.
 class CorruptingTransport : public Transport {
  public:
   CorruptingTransport(Transport& real, int bad, std::uint64_t from, std::uint64_t to)
@@ -45,6 +48,9 @@ class CorruptingTransport : public Transport {
     if (op.owner != bad_ || op.into.empty()) return;
     if (to_ != 0 && (op.offset < from_ || op.offset >= to_)) return;
     op.into[op.into.size() / 2] ^= std::byte{0x5A};
+    if (op.hashed != nullptr && op.hashed->hash != 0) {
+      op.hashed->hash = content_hash(op.into.data(), op.into.size());
+    }
   }
   Transport& real_;
   const int bad_;

@@ -1,6 +1,7 @@
 // Remote reads on the UCX fabric itself, both ways (LARDER_REMOTE_READS=rma: UCX gets;
 // messages: MessageReads), at sizes that UCX sends eagerly and by rendezvous, into this rank's
-// own arena and into a buffer of the caller's; a read beyond the holder's memory fails cleanly.
+// own arena and into a buffer of the caller's; a read beyond the holder's memory fails cleanly;
+// reads whose hash the caller wants arrive hashed and whole.
 // Every rank fills its arena with a pattern of its own and reads every other rank's.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/common/content_hash.hpp"
 #include "runtime/tier/arena.hpp"
 #include "runtime/tier/local_tiers.hpp"
 #include "runtime/transport/progress_thread.hpp"
@@ -66,6 +68,17 @@ class RemoteReadsTest : public ::testing::TestWithParam<RemoteReads> {
     fabric_.reset();
   }
   Arena& arena() { return *tiers_.get(Tier::kMem); }
+  // `n` bytes to read into: in this rank's arena (a node copy's destination), or a new buffer of
+  // `heap` (a reader's own; `heap` is reserved by the caller). Empty when the arena is full.
+  std::span<std::byte> destination(std::uint64_t n, bool in_arena,
+                                   std::vector<std::vector<std::byte>>& heap) {
+    if (in_arena) {
+      auto place = arena().allocate(n);
+      return place.ok() ? std::span(arena().data() + *place, n) : std::span<std::byte>();
+    }
+    heap.emplace_back(n);
+    return std::span(heap.back());
+  }
 
   int rank_ = 0;
   int size_ = 1;
@@ -93,15 +106,8 @@ TEST_P(RemoteReadsTest, EverySizeFromEveryRankIntoTheArenaAndIntoAPlainBuffer) {
     std::uint64_t offset = 3;  // unaligned on purpose
     for (std::size_t k = 0; k < kSizes.size(); ++k) {
       const std::uint64_t n = kSizes[k];
-      std::span<std::byte> into;
-      if (k % 2 == 0) {
-        auto place = arena().allocate(n);
-        ASSERT_TRUE(place.ok());
-        into = std::span(arena().data() + *place, n);
-      } else {
-        heap.emplace_back(n);
-        into = std::span(heap.back());
-      }
+      const std::span<std::byte> into = destination(n, k % 2 == 0, heap);
+      ASSERT_EQ(into.size(), n);
       ops.push_back(Transport::GetOp{owner, Tier::kMem, 0, offset, into});
       what.emplace_back(owner, offset);
       offset += n + 1;
@@ -138,6 +144,55 @@ TEST_P(RemoteReadsTest, AReadBeyondTheHoldersMemoryFailsAndTheOthersOfItsBatchDo
   std::vector<std::byte> again(8193);
   EXPECT_TRUE(fabric_->get(Transport::GetOp{owner, Tier::kMem, 0, 7, std::span(again)}).ok());
   for (std::uint64_t j = 0; j < again.size(); ++j) ASSERT_EQ(again[j], pattern(owner, 7 + j));
+}
+
+TEST_P(RemoteReadsTest, ReadsWhoseHashIsWantedArriveHashedAndWhole) {
+  // A read larger than a piece (1 MiB) is made in pieces, and each is copied (messages) and
+  // hashed while the next arrives: the hash is the whole read's, both ways.
+  const int owner = (rank_ + 1) % size_;
+  if (owner == rank_) GTEST_SKIP() << "needs 2 ranks";
+  constexpr std::array<std::uint64_t, 5> kHashed = {1, 50ull << 10, 1ull << 20, (1ull << 20) + 1,
+                                                    (7ull << 19) + 5};  // 3.5 MiB + 5: a tail
+  std::vector<Transport::GetOp> ops;
+  std::vector<Transport::Hashed> hashed(kHashed.size() * 2);
+  std::vector<std::vector<std::byte>> heap;
+  heap.reserve(kHashed.size());
+  std::uint64_t offset = 11;
+  for (const std::uint64_t n : kHashed) {
+    for (const bool into_arena : {true, false}) {
+      const std::span<std::byte> into = destination(n, into_arena, heap);
+      ASSERT_EQ(into.size(), n);
+      ops.push_back(Transport::GetOp{owner, Tier::kMem, 0, offset, into, &hashed[ops.size()]});
+    }
+    offset += n + 1;
+  }
+  std::vector<Status> out(ops.size());
+  fabric_->get_many(ops, out);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    ASSERT_TRUE(out[i].ok()) << out[i].to_string();
+    for (std::uint64_t j = 0; j < ops[i].into.size(); ++j) {
+      ASSERT_EQ(ops[i].into[j], pattern(owner, ops[i].offset + j)) << "read " << i << " byte " << j;
+    }
+    EXPECT_EQ(hashed[i].hash, content_hash(ops[i].into.data(), ops[i].into.size())) << i;
+  }
+}
+
+TEST_P(RemoteReadsTest, AHashedReadWhoseLastPieceIsBeyondTheHoldersMemoryFailsWithoutAHash) {
+  const int owner = (rank_ + 1) % size_;
+  if (owner == rank_) GTEST_SKIP() << "needs 2 ranks";
+  std::vector<std::byte> into(3ull << 20);  // its first 1.5 MiB exist, the rest does not
+  Transport::Hashed hashed;
+  const Transport::GetOp op{owner, Tier::kMem, 0, kArena - (3ull << 19), std::span(into), &hashed};
+  std::vector<Status> out(1);
+  fabric_->get_many(std::span(&op, 1), out);
+  EXPECT_FALSE(out[0].ok());
+  EXPECT_EQ(hashed.hash, 0u);
+  // The peer is still usable afterwards, hashed reads too.
+  std::vector<std::byte> again(2ull << 20);
+  Transport::Hashed ok;
+  ASSERT_TRUE(fabric_->get(Transport::GetOp{owner, Tier::kMem, 0, 9, std::span(again), &ok}).ok());
+  for (std::uint64_t j = 0; j < again.size(); ++j) ASSERT_EQ(again[j], pattern(owner, 9 + j));
+  EXPECT_EQ(ok.hash, content_hash(again.data(), again.size()));
 }
 
 INSTANTIATE_TEST_SUITE_P(BothWays, RemoteReadsTest,
