@@ -95,6 +95,83 @@ Status MpiJob::agree_while_serving(const Status& local) {
   return verdict(first, local, "close");
 }
 
+Result<Topology> MpiJob::place_ranks(MPI_Comm comm, MPI_Comm node_comm) {
+  Topology t;
+  MPI_Comm_rank(comm, &t.rank);
+  MPI_Comm_size(comm, &t.size);
+  int node_size = 1;
+  MPI_Comm_size(node_comm, &node_size);
+  // Placed in equal blocks (every node's ranks consecutive, every node but the last `ppn` of
+  // them), a node is rank / ppn; dealt round robin over N nodes (Slurm's cyclic distribution,
+  // `mpiexec --map-by node`), a node is rank % N. Either is found with one allreduce on the node
+  // and two on the job, each carrying its agreement, and nothing held per rank. Any other
+  // placement: every rank's node leader gathered (4 bytes per rank, to every rank).
+  int ends[2] = {t.rank, -t.rank};  // -> the node's lowest rank, minus its highest
+  const Status on_node = mpi::from_mpi(
+      MPI_Allreduce(MPI_IN_PLACE, ends, 2, MPI_INT, MPI_MIN, node_comm), "MPI_Allreduce");
+  const int first = ends[0];
+  const int last = -ends[1];
+  // The largest and smallest node sizes, the lowest rank whose step failed (as -rank), and the
+  // largest lowest rank of a node (round robin over N nodes: N - 1).
+  int sizes[4] = {node_size, -node_size, on_node.ok() ? INT32_MIN : -t.rank, first};
+  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 4, MPI_INT, MPI_MAX, comm),
+                               "MPI_Allreduce");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = verdict(sizes[2] == INT32_MIN ? INT32_MAX : -sizes[2], on_node, "start");
+      !s.ok()) {
+    return s;
+  }
+  const int ppn = sizes[0];
+  const int nodes = sizes[3] + 1;  // if dealt round robin
+  // Whether every node is one block of ppn ranks (the last may be shorter), and whether every
+  // node holds the ranks r with r % nodes == its lowest rank, and only those.
+  int placed[2] = {
+      last - first + 1 == node_size && first % ppn == 0 && (node_size == ppn || last == t.size - 1)
+          ? 1
+          : 0,
+      first < nodes && t.rank % nodes == first &&
+              node_size == (t.size - first + nodes - 1) / nodes &&
+              last == first + (node_size - 1) * nodes
+          ? 1
+          : 0};
+  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, placed, 2, MPI_INT, MPI_MIN, comm),
+                               "MPI_Allreduce");
+      !s.ok()) {
+    return s;
+  }
+  if (placed[0] == 1) {
+    t.block = ppn;
+    return t;
+  }
+  if (placed[1] == 1) {
+    t.block = 0;
+    t.cyclic = nodes;
+    return t;
+  }
+  if (t.rank == 0) {
+    LARDER_LOG_INFO(
+        "ranks are placed on nodes neither in equal blocks nor round robin: every rank holds a "
+        "table of every rank's node ({} bytes)",
+        4 * t.size);
+  }
+  std::vector<int> leaders(static_cast<std::size_t>(t.size));
+  const Status gathered = mpi::from_mpi(
+      MPI_Allgather(&first, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  if (Status s = agree(comm, gathered); !s.ok()) return s;
+  std::vector<int> distinct = leaders;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  t.block = 0;
+  t.table.resize(static_cast<std::size_t>(t.size));
+  for (std::size_t r = 0; r < leaders.size(); ++r) {
+    t.table[r] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), leaders[r]) -
+                                  distinct.begin());
+  }
+  return t;
+}
+
 Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& config) {
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
@@ -125,68 +202,14 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
   job->impl_->node_comm = std::move(*node);
   job->node_rank_ = job->impl_->node_comm.rank();
 
+  auto placed = place_ranks(job->comm_, job->impl_->node_comm.get());
+  if (!placed.ok()) return placed.status();
+  job->topology_ = std::move(*placed);
   Topology& t = job->topology_;
-  t.rank = job->impl_->comm.rank();
-  t.size = job->impl_->comm.size();
-  // Number physical nodes. Placed in equal blocks (every node's ranks consecutive, every node
-  // but the last `ppn` of them), a node is rank / ppn: found with one allreduce on the node and
-  // two on the job, each carrying its agreement, and nothing held per rank. Any other
-  // placement: every rank's node leader gathered (4 bytes per rank, to every rank), as before.
-  const int node_size = job->impl_->node_comm.size();
-  int ends[2] = {t.rank, -t.rank};  // -> the node's lowest rank, minus its highest
-  const Status on_node = mpi::from_mpi(
-      MPI_Allreduce(MPI_IN_PLACE, ends, 2, MPI_INT, MPI_MIN, job->impl_->node_comm.get()),
-      "MPI_Allreduce");
-  const int first = ends[0];
-  const int last = -ends[1];
-  // The largest and smallest node sizes, and the lowest rank whose step failed (as -rank).
-  int sizes[3] = {node_size, -node_size, on_node.ok() ? INT32_MIN : -t.rank};
-  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, sizes, 3, MPI_INT, MPI_MAX, job->comm_),
-                               "MPI_Allreduce");
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = verdict(sizes[2] == INT32_MIN ? INT32_MAX : -sizes[2], on_node, "start");
-      !s.ok()) {
-    return s;
-  }
-  const int ppn = sizes[0];
-  // Whether every node is one block of ppn ranks (the last may be shorter).
-  int block =
-      last - first + 1 == node_size && first % ppn == 0 && (node_size == ppn || last == t.size - 1)
-          ? 1
-          : 0;
-  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, &block, 1, MPI_INT, MPI_MIN, job->comm_),
-                               "MPI_Allreduce");
-      !s.ok()) {
-    return s;
-  }
-  if (block == 1) {
-    t.block = ppn;
-  } else {
-    if (t.rank == 0) {
-      LARDER_LOG_INFO(
-          "ranks are not placed on nodes in equal blocks: every rank holds a table "
-          "of every rank's node ({} bytes)",
-          4 * t.size);
-    }
-    std::vector<int> leaders(static_cast<std::size_t>(t.size));
-    const Status gathered = mpi::from_mpi(
-        MPI_Allgather(&first, 1, MPI_INT, leaders.data(), 1, MPI_INT, job->comm_), "MPI_Allgather");
-    if (Status s = agree(parent, gathered); !s.ok()) return s;
-    std::vector<int> distinct = leaders;
-    std::sort(distinct.begin(), distinct.end());
-    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-    t.block = 0;
-    t.table.resize(static_cast<std::size_t>(t.size));
-    for (std::size_t r = 0; r < leaders.size(); ++r) {
-      t.table[r] = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), leaders[r]) -
-                                    distinct.begin());
-    }
-  }
   // Locality for the read path: real nodes, or emulated ones (consecutive groups of ranks).
   if (config.node_size > 0) {
     t.block = config.node_size;
+    t.cyclic = 0;
     t.table.clear();
     t.table.shrink_to_fit();
   }

@@ -34,6 +34,11 @@ class MpiJob {
   static Status agree(MPI_Comm comm, const Status& local);
 
   static Result<std::unique_ptr<MpiJob>> create(MPI_Comm comm, const Config& config);
+  // Collective over `comm`: which node each rank is on, `node_comm` being this rank's node
+  // (MPI_Comm_split_type's shared-memory split in create; any split in tests). Equal blocks and
+  // round robin are found by three allreduces and hold nothing per rank; other placements, by a
+  // gather of every rank's node leader into a table of 4 bytes per rank.
+  static Result<Topology> place_ranks(MPI_Comm comm, MPI_Comm node_comm);
   MpiJob(const MpiJob&) = delete;
   MpiJob& operator=(const MpiJob&) = delete;
   ~MpiJob();

@@ -209,7 +209,7 @@ bool Cache::make_room(Tier tier, std::uint64_t length) {
   // rank of the node, short of room, reads the PFS.
   const int node = topology_.node();
   const auto ranks = static_cast<std::uint32_t>(std::max(1, topology_.ranks_on_node(node)));
-  const auto mine = static_cast<std::uint32_t>(topology_.rank - topology_.leader_of(node)) % ranks;
+  const auto mine = static_cast<std::uint32_t>(topology_.index_on_node(topology_.rank)) % ranks;
   for (const bool own : {true, false}) {
     // Files are in the table least recently used first; each is decided once per node. A file no
     // rank of this node has read from in this step goes: one adopted only to publish its chunks

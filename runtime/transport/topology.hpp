@@ -5,8 +5,10 @@
 // A rank holds nothing per rank of the job when ranks are placed on nodes in equal blocks (every
 // node's ranks consecutive, every node but the last `block` of them): the placement schedulers
 // and launchers make by default (Slurm's block distribution, Hydra's and Open MPI's by-slot
-// mapping), and emulated nodes. Then a rank's node is `rank / block`. Other placements (cyclic,
-// uneven) keep one entry per rank (`table`, 4 bytes each); MpiJob::create says which it found.
+// mapping), and emulated nodes. Then a rank's node is `rank / block`. Nor when they are dealt
+// round robin over N nodes (Slurm's cyclic distribution, `--map-by node`): then it is
+// `rank % N` (`cyclic`). Other placements (uneven) keep one entry per rank (`table`, 4 bytes
+// each); MpiJob::place_ranks says which it found.
 #ifndef LARDER_RUNTIME_TRANSPORT_TOPOLOGY_HPP_
 #define LARDER_RUNTIME_TRANSPORT_TOPOLOGY_HPP_
 
@@ -19,16 +21,20 @@ namespace larder {
 struct Topology {
   int rank = 0;
   int size = 1;
-  int block = 1;           // > 0: node of rank r = r / block; 0: `table`
-  std::vector<int> table;  // node index of each rank (block == 0 only)
+  int block = 1;           // > 0: node of rank r = r / block
+  int cyclic = 0;          // > 0 (block 0): node of rank r = r % cyclic
+  std::vector<int> table;  // node index of each rank (block and cyclic 0 only)
 
   int node_of(int r) const noexcept {
-    return block > 0 ? r / block : table[static_cast<std::size_t>(r)];
+    if (block > 0) return r / block;
+    if (cyclic > 0) return r % cyclic;
+    return table[static_cast<std::size_t>(r)];
   }
   int node() const noexcept { return node_of(rank); }
   bool same_node(int a, int b) const noexcept { return node_of(a) == node_of(b); }
   int node_count() const noexcept {
     if (block > 0) return (size + block - 1) / block;
+    if (cyclic > 0) return std::min(cyclic, size);
     int n = 0;
     for (int v : table) n = v + 1 > n ? v + 1 : n;
     return n;
@@ -36,6 +42,7 @@ struct Topology {
   // The lowest rank of `node` (its leader), or -1.
   int leader_of(int node) const noexcept {
     if (block > 0) return node >= 0 && node * block < size ? node * block : -1;
+    if (cyclic > 0) return node >= 0 && node < std::min(cyclic, size) ? node : -1;
     for (int r = 0; r < static_cast<int>(table.size()); ++r) {
       if (table[static_cast<std::size_t>(r)] == node) return r;
     }
@@ -43,8 +50,18 @@ struct Topology {
   }
   int ranks_on_node(int node) const noexcept {
     if (block > 0) return std::max(0, std::min(block, size - node * block));
+    if (cyclic > 0) return leader_of(node) < 0 ? 0 : (size - node + cyclic - 1) / cyclic;
     int n = 0;
     for (int v : table) n += v == node ? 1 : 0;
+    return n;
+  }
+  // Rank r's place among its node's ranks in rank order: 0 for the leader, up to
+  // ranks_on_node - 1.
+  int index_on_node(int r) const noexcept {
+    if (block > 0) return r % block;
+    if (cyclic > 0) return r / cyclic;
+    int n = 0;
+    for (int q = 0; q < r; ++q) n += table[static_cast<std::size_t>(q)] == node_of(r) ? 1 : 0;
     return n;
   }
   // Bytes this rank holds for the other ranks of the job (Fabric::peer_state counts them too).

@@ -182,6 +182,59 @@ TEST(TopologyTest, RanksPlacedInBlocksHoldNothingPerRankOfTheJob) {
   }
 }
 
+// Placements made with node communicators of the test's own (MPI_Comm_split by a colour): blocks
+// of 2 and 3, round robin over 2 and 3 nodes, one rank alone and the rest together. Blocks and
+// round robin hold nothing per rank; only the uneven one keeps the table. Every rank's node and
+// leader is what the split made.
+TEST(TopologyTest, BlocksAndRoundRobinHoldNothingPerRankUnevenPlacementsATable) {
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  struct Placement {
+    const char* name;
+    int (*colour)(int rank);
+    bool table;  // whether a table is expected
+  };
+  const Placement placements[] = {
+      {"blocks of 2", [](int r) { return r / 2; }, false},
+      {"blocks of 3", [](int r) { return r / 3; }, false},
+      {"round robin over 2", [](int r) { return r % 2; }, false},
+      {"round robin over 3", [](int r) { return r % 3; }, false},
+      {"one alone, the rest together", [](int r) { return r == 0 ? 0 : 1; }, true},
+  };
+  for (const Placement& p : placements) {
+    MPI_Comm node = MPI_COMM_NULL;
+    ASSERT_EQ(MPI_Comm_split(MPI_COMM_WORLD, p.colour(rank), rank, &node), MPI_SUCCESS);
+    auto placed = MpiJob::place_ranks(MPI_COMM_WORLD, node);
+    MPI_Comm_free(&node);
+    ASSERT_TRUE(placed.ok()) << placed.status().to_string();
+    const Topology& t = *placed;
+    EXPECT_EQ(t.bytes_per_job() > 0, p.table) << p.name;
+    if (std::string(p.name).starts_with("round robin")) {
+      EXPECT_GT(t.cyclic, 0) << p.name;
+    }
+    int counted = 0;
+    for (int n = 0; n < t.node_count(); ++n) counted += t.ranks_on_node(n);
+    EXPECT_EQ(counted, size) << p.name;
+    for (int r = 0; r < size; ++r) {
+      int lowest = r;  // the lowest rank of r's colour: its node's leader
+      for (int q = 0; q < r; ++q) {
+        if (p.colour(q) == p.colour(r)) {
+          lowest = q;
+          break;
+        }
+      }
+      EXPECT_EQ(t.leader_of(t.node_of(r)), lowest) << p.name << ", rank " << r;
+      EXPECT_EQ(t.same_node(r, rank), p.colour(r) == p.colour(rank)) << p.name << ", rank " << r;
+      int before = 0;  // ranks of r's colour below r
+      for (int q = 0; q < r; ++q) before += p.colour(q) == p.colour(r) ? 1 : 0;
+      EXPECT_EQ(t.index_on_node(r), before) << p.name << ", rank " << r;
+      EXPECT_LT(t.index_on_node(r), t.ranks_on_node(t.node_of(r))) << p.name << ", rank " << r;
+    }
+  }
+}
+
 TEST(TopologyTest, BlocksWithAShorterLastNode) {
   Topology t;
   t.size = 10;
@@ -192,14 +245,27 @@ TEST(TopologyTest, BlocksWithAShorterLastNode) {
   EXPECT_EQ(t.ranks_on_node(2), 2);
   EXPECT_EQ(t.ranks_on_node(0), 4);
   EXPECT_EQ(t.leader_of(3), -1);
-  Topology cyclic;  // ranks placed round robin on 2 nodes: the table
-  cyclic.size = 4;
+  Topology table;  // ranks placed round robin on 2 nodes, as a table
+  table.size = 4;
+  table.block = 0;
+  table.table = {0, 1, 0, 1};
+  EXPECT_EQ(table.node_count(), 2);
+  EXPECT_EQ(table.leader_of(1), 1);
+  EXPECT_TRUE(table.same_node(0, 2));
+  EXPECT_EQ(table.index_on_node(3), 1);
+  EXPECT_EQ(table.bytes_per_job(), 4 * sizeof(int));
+  Topology cyclic;  // the same, without the table
+  cyclic.size = 5;
   cyclic.block = 0;
-  cyclic.table = {0, 1, 0, 1};
+  cyclic.cyclic = 2;
   EXPECT_EQ(cyclic.node_count(), 2);
   EXPECT_EQ(cyclic.leader_of(1), 1);
-  EXPECT_TRUE(cyclic.same_node(0, 2));
-  EXPECT_EQ(cyclic.bytes_per_job(), 4 * sizeof(int));
+  EXPECT_EQ(cyclic.leader_of(2), -1);
+  EXPECT_EQ(cyclic.ranks_on_node(0), 3);
+  EXPECT_EQ(cyclic.ranks_on_node(1), 2);
+  EXPECT_EQ(cyclic.index_on_node(4), 2);
+  EXPECT_TRUE(cyclic.same_node(0, 4));
+  EXPECT_EQ(cyclic.bytes_per_job(), 0u);
 }
 
 // This rank, the job's size and the ranks sharing this host's memory (freed at the end).
@@ -219,7 +285,7 @@ struct World {
 
 // The spread of the load made by reductions (finalize: spread_reduce.hpp) is exactly spread_of()
 // over the gathered values, for values with ties, zeros, one huge value and distinct ones, over
-// emulated nodes of 1, 2 and 3 ranks and a round-robin placement.
+// emulated nodes of 1, 2 and 3 ranks and a round-robin placement (as a table and without).
 TEST(SpreadReduceTest, EqualsTheSpreadOfTheGatheredValues) {
   const World world;
   const int rank = world.rank;
@@ -250,6 +316,12 @@ TEST(SpreadReduceTest, EqualsTheSpreadOfTheGatheredValues) {
   cyclic.block = 0;
   for (int q = 0; q < size; ++q) cyclic.table.push_back(q % 2);
   placements.push_back(cyclic);
+  Topology round_robin;  // the same placement, without the table
+  round_robin.rank = rank;
+  round_robin.size = size;
+  round_robin.block = 0;
+  round_robin.cyclic = 2;
+  placements.push_back(round_robin);
   for (const Topology& t : placements) {
     auto got = reduce_spreads(SpreadPlace{MPI_COMM_WORLD, host, &t}, mine);
     ASSERT_TRUE(got.ok()) << got.status().to_string();
