@@ -274,7 +274,11 @@ Result<std::uint64_t> Cache::keep_step(const std::string& job) {
   kept.reserve(records.size());
   for (KeptRecord r : records) {
     const auto tier = static_cast<Tier>(r.file);
-    const std::uint64_t id = (static_cast<std::uint64_t>(r.file) << 32) | r.segment;
+    // An arena is one file whatever a record's `segment` says (a copy's record may carry its
+    // source's): keyed by the tier alone, or the arena was listed twice and its second move
+    // failed, losing the rank's whole part of the step.
+    const std::uint64_t id =
+        (static_cast<std::uint64_t>(r.file) << 32) | (tier == Tier::kFile ? r.segment : 0);
     auto it = number.find(id);
     if (it == number.end()) {
       const Arena* holder = tier == Tier::kFile

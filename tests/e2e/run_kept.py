@@ -154,6 +154,10 @@ class Steps:
         if kill:
             check(proc.returncode != 0, f"{what}: the killed step failed ({proc.returncode})")
             return None
+        # Every rank's part of every step is kept (a failed move of one file loses the rank's
+        # whole part: an arena listed twice did, in steps with a tight LARDER_MEM).
+        if "part of the step is not kept" in proc.stderr or "the step is not kept" in proc.stderr:
+            fail(f"{what}: a part of the step was not kept (stderr above)")
         want = expected(dirs)
         for r in range(ranks):
             with open(f"{out}.{r}") as f:
