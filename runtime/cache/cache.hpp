@@ -396,7 +396,11 @@ class Cache {
                   const ChunkRecord* into, ChunkRecord* out);
   Result<std::pair<int, std::uint32_t>> kept_file(std::uint32_t n, bool adopt, bool* evicted_here);
   bool make_room(Tier tier, std::uint64_t length);
-  bool kept_use(std::uint32_t n, bool use);
+  // Kept file `file` leaves its tier for room: a memory file to the disk tier where this rank's
+  // disk budget has room (KeptStore::demote; kept.bytes_demoted), else dropped
+  // (kept.bytes_evicted). Its room in its tier is this rank's.
+  void leave_tier(const KeptStore::File& file);
+  bool kept_use(std::uint32_t n, bool use, bool* decided_here = nullptr);
   // Whether a record naming a kept file of this node may be read here (marks the file used).
   bool kept_record_usable(const ChunkRecord& record);
   void record_placed(const Key& key, const ChunkRecord& record, bool origin = false);

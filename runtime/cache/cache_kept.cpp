@@ -1,7 +1,8 @@
 // Kept stores (runtime/tier/kept_store.hpp; docs/architecture.md, "Kept stores"): chunks an
 // earlier job step of the allocation left on this node, adopted in place by the rank that
 // resolves them for the node, after their file version and content hash are checked; kept files
-// this step does not use, evicted when the step needs their room; and, at the step's end, what
+// this step does not use, evicted when the step needs their room (to the disk tier when it has
+// room); and, at the step's end, what
 // this rank placed in its arenas and segments, kept for the next step.
 #include <sys/stat.h>
 
@@ -57,10 +58,7 @@ Result<std::pair<int, std::uint32_t>> Cache::kept_file(std::uint32_t n, bool ado
     if (!adopt) {
       if (evicted_here != nullptr) *evicted_here = true;
       place.state = KeptFilePlace::kEvicted;
-      KeptStore::evict(file);
-      stats_.add(Counter::kept_bytes_evicted, file.bytes);
-      Arena* arena = tiers_.get(file.disk ? Tier::kDisk : Tier::kMem);
-      if (arena != nullptr) arena->raise_limit(file.bytes);
+      leave_tier(file);
       return place;
     }
     if (segments_ == nullptr) return place;
@@ -104,15 +102,18 @@ Result<std::pair<int, std::uint32_t>> Cache::kept_file(std::uint32_t n, bool ado
 }
 
 // Decides kept file `n`'s use on this node once: the first to ask sets it (`want`); returns what
-// was decided. Without a node table, this process decides alone.
-bool Cache::kept_use(std::uint32_t n, bool use) {
+// was decided, and in `decided_here` whether this call decided it (an eviction is made once, by
+// the rank that decided it). Without a node table, this process decides alone.
+bool Cache::kept_use(std::uint32_t n, bool use, bool* decided_here) {
   const auto want = static_cast<std::uint32_t>(use ? Use::kUsed : Use::kEvicted);
   std::uint32_t got = want;
+  bool here = false;
   if (node_ != nullptr) {
     NodeTable::Found found =
         node_->acquire(kept_use_key(kept_->file(n).path), config_.wait_timeout);
     if (found.outcome == NodeTable::Found::Outcome::kClaimed) {
       node_->publish(found.slot, pack(want));
+      here = true;
     } else if (found.outcome == NodeTable::Found::Outcome::kReady) {
       got = unpack<std::uint32_t>(found.payload);
     } else {
@@ -120,8 +121,11 @@ bool Cache::kept_use(std::uint32_t n, bool use) {
     }
   } else {
     std::lock_guard lock(kept_mu_);
-    got = kept_uses_.emplace(n, want).first->second;
+    auto [it, added] = kept_uses_.emplace(n, want);
+    got = it->second;
+    here = added;
   }
+  if (decided_here != nullptr) *decided_here = here;
   return got == want;
 }
 
@@ -199,6 +203,31 @@ bool Cache::adopt_kept(const Key& key, std::uint64_t version, std::uint64_t leng
   return true;
 }
 
+void Cache::leave_tier(const KeptStore::File& file) {
+  // A memory file goes to the disk tier when this rank's share of the disk budget has room for
+  // it (taken first; given back if the move fails, as far as the arena's capacity allows); else,
+  // or when the move fails, it is dropped.
+  bool moved = false;
+  Arena* disk = file.disk || file.answers ? nullptr : tiers_.get(Tier::kDisk);
+  if (disk != nullptr && disk->reserve(file.bytes).ok()) {
+    auto demoted = kept_->demote(file);
+    moved = demoted.ok();
+    if (!moved) {
+      disk->raise_limit(file.bytes);
+      LARDER_LOG_INFO("kept file {} is dropped, not moved to the disk tier: {}", file.path,
+                      demoted.status().message());
+    }
+  }
+  if (moved) {
+    stats_.add(Counter::kept_bytes_demoted, file.bytes);
+  } else {
+    KeptStore::evict(file);
+    stats_.add(Counter::kept_bytes_evicted, file.bytes);
+  }
+  Arena* arena = tiers_.get(file.disk ? Tier::kDisk : Tier::kMem);
+  if (arena != nullptr) arena->raise_limit(file.bytes);
+}
+
 bool Cache::make_room(Tier tier, std::uint64_t length) {
   if (kept_ == nullptr || closing()) return false;
   std::uint64_t freed = 0;
@@ -224,11 +253,11 @@ bool Cache::make_room(Tier tier, std::uint64_t length) {
       if (file.disk != (tier == Tier::kDisk) || file.answers) continue;
       bool evicted = false;
       auto adopted = kept_file(n, false, &evicted);
-      if (!evicted && adopted.ok() && config_.verify && kept_use(n, false)) {
-        KeptStore::evict(file);
-        stats_.add(Counter::kept_bytes_evicted, file.bytes);
-        Arena* arena = tiers_.get(file.disk ? Tier::kDisk : Tier::kMem);
-        if (arena != nullptr) arena->raise_limit(file.bytes);
+      bool decided = false;
+      // Evicted once, by the rank that decided it: a file another rank already evicted in its
+      // pass over the files is not evicted (nor its room given) again.
+      if (!evicted && adopted.ok() && config_.verify && kept_use(n, false, &decided) && decided) {
+        leave_tier(file);
         evicted = true;
       }
       if (evicted) freed += file.bytes;

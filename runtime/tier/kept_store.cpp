@@ -317,12 +317,17 @@ Status mark_on_disk(const std::string& path, const std::vector<std::uint64_t>& f
       static_cast<ssize_t>(bytes.size())) {
     return from_errno(errno != 0 ? errno : EIO, "cannot read " + path);
   }
+  IndexHeader h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  // Never a new hash over bytes that no longer match the old one.
+  if (std::memcmp(h.magic, kIndexMagic, sizeof h.magic) != 0 ||
+      XXH3_64bits(bytes.data() + sizeof h, bytes.size() - sizeof h) != h.body_hash) {
+    return {Errc::kIoError, EBADMSG, path + " is not a whole index"};
+  }
   for (const std::uint64_t at : flags) {
     if (at >= bytes.size()) return {Errc::kInvalidArgument, 0, path + " changed"};
     bytes[at] = std::byte{1};
   }
-  IndexHeader h;
-  std::memcpy(&h, bytes.data(), sizeof h);
   h.body_hash = XXH3_64bits(bytes.data() + sizeof h, bytes.size() - sizeof h);
   std::memcpy(bytes.data(), &h, sizeof h);
   return write_file(path, bytes);
@@ -389,6 +394,93 @@ void KeptStore::evict(const File& file) noexcept {
   if (sys::unlink(file.path.c_str()) != 0 && errno != ENOENT) {
     LARDER_LOG_WARN("cannot remove kept file {}: {}", file.path, log::errno_text(errno));
   }
+}
+
+namespace {
+
+// Where in index `index` the disk flag of memory file `name` is (0: it names no such file). Reads
+// the index's file list only; mark_on_disk checks the whole index's hash before it changes it.
+std::uint64_t memory_flag_of(const std::string& index, const std::string& name) {
+  struct stat st {};
+  UniqueFd fd = open_own(index, O_RDONLY, &st);
+  IndexHeader h;
+  if (!fd.valid() || st.st_size < static_cast<off_t>(sizeof h) ||
+      sys::pread_full(fd.get(), &h, sizeof h, 0) != static_cast<ssize_t>(sizeof h) ||
+      std::memcmp(h.magic, kIndexMagic, sizeof h.magic) != 0) {
+    return 0;
+  }
+  const std::uint64_t body = static_cast<std::uint64_t>(st.st_size) - sizeof h;
+  if (h.records > body / sizeof(KeptRecord)) return 0;
+  std::vector<std::byte> names(body - h.records * sizeof(KeptRecord));
+  if (sys::pread_full(fd.get(), names.data(), names.size(), sizeof h) !=
+      static_cast<ssize_t>(names.size())) {
+    return 0;
+  }
+  for (std::size_t at = 0, i = 0; i < h.files && at + 4 <= names.size(); ++i) {
+    const bool disk = names[at] != std::byte{0};
+    std::uint16_t length = 0;
+    std::memcpy(&length, names.data() + at + 2, 2);
+    if (at + 4 + length > names.size()) return 0;
+    const std::string_view seen(reinterpret_cast<const char*>(names.data() + at + 4), length);
+    if (!disk && seen == name) return sizeof h + at;
+    at += 4 + length;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<std::uint64_t> KeptStore::demote(const File& file) const {
+  if (file.disk || file.answers) return Status(Errc::kInvalidArgument, EINVAL, "not a memory file");
+  if (place_.disk_root().empty()) return Status(Errc::kUnavailable, 0, "no disk tier");
+  // <shm root>/<step>/<name>, name arena-<rank>.mem or seg-<rank>-<id>: its index is
+  // <shm root>/<step>/index-<rank>.
+  const std::string root = place_.shm_root() + "/";
+  const std::size_t slash = file.path.rfind('/');
+  if (!file.path.starts_with(root) || slash == std::string::npos || slash < root.size()) {
+    return Status(Errc::kInvalidArgument, EINVAL, file.path + " is not in the kept store");
+  }
+  const std::string step = file.path.substr(root.size(), slash - root.size());
+  const std::string name = file.path.substr(slash + 1);
+  std::string rank;
+  if (name.starts_with("arena-") && name.ends_with(".mem")) {
+    rank = name.substr(6, name.size() - 10);
+  } else if (name.starts_with("seg-")) {
+    rank = name.substr(4, name.find('-', 4) - 4);
+  }
+  if (rank.empty() || step.find('/') != std::string::npos) {
+    return Status(Errc::kInvalidArgument, EINVAL, file.path + " is not a kept file");
+  }
+  const std::string step_dir = child(place_.shm_root(), step);
+  const std::string index = child(step_dir, "index-" + rank);
+  // The store's lock shared, not waited for: a step preparing or closing holds it exclusively
+  // and rewrites indexes. Then the step directory's lock exclusive: the node's ranks moving files
+  // of one step take turns, each for one file's copy and its index's rewrite.
+  const std::string lock_path = place_.shm_base + "/keep-" + place_.name + ".lock";
+  UniqueFd lock(sys::open(lock_path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!lock.valid() || sys::flock(lock.get(), LOCK_SH | LOCK_NB) != 0) {
+    return Status(Errc::kUnavailable, errno, "the kept store is being prepared or closed");
+  }
+  UniqueFd turn(sys::open(step_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW));
+  if (!turn.valid() || sys::flock(turn.get(), LOCK_EX) != 0) {
+    return from_errno(errno, "cannot lock " + step_dir);
+  }
+  const std::uint64_t flag_at = memory_flag_of(index, name);
+  if (flag_at == 0) return Status(Errc::kIoError, EINVAL, index + " does not name " + name);
+  const std::string dir = child(place_.disk_root(), step);
+  for (const std::string& d :
+       {place_.disk_base + "/keep-" + place_.name, place_.disk_root(), dir}) {
+    if (Status s = ensure_private_dir(d); !s.ok()) return s;
+  }
+  const std::string to = child(dir, name);
+  auto copied = copy_sparse(file.path, to);
+  if (!copied.ok()) return copied.status();
+  if (Status s = mark_on_disk(index, {flag_at}); !s.ok()) {
+    sys::unlink(to.c_str());  // the index still names the memory copy, which stays
+    return s;
+  }
+  evict(file);
+  return *copied;
 }
 
 Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::string& job,
@@ -762,6 +854,7 @@ Result<std::unique_ptr<KeptStore>> KeptStore::open(const KeptPlace& place, const
     k->files_.push_back(std::move(f));
   }
   k->answer_fds_.resize(k->files_.size());
+  k->place_ = place;
   return k;
 }
 

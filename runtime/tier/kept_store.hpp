@@ -133,6 +133,14 @@ class KeptStore {
   static void touch(const std::string& path) noexcept;
   // Removes a kept file (eviction during a step): its bytes leave the node once nobody maps it.
   static void evict(const File& file) noexcept;
+  // Moves kept memory file `file` (one of this table's) to the disk tier during a step: copied
+  // (holes stay holes) into the disk store beside its step, the disk flag set in its step's
+  // index, then the memory copy evicted. Later steps find it on disk; this step does not use
+  // it any more. The node's ranks moving files of one step take turns (a lock on the step's
+  // directory). Fails, with the memory copy left as it was, when the store has no disk tier,
+  // when another step holds the store's lock (preparing or closing: not waited for), and on any
+  // I/O error. Returns the bytes the disk copy allocates.
+  Result<std::uint64_t> demote(const File& file) const;
 
   // One rank's part of keeping a step, at its end: moves `files` (this rank's arenas and
   // segments, absolute paths; `disk[i]`: a disk-tier file) into the store's directory for step
@@ -168,6 +176,7 @@ class KeptStore {
   std::uint64_t mem_bytes_ = 0;
   std::uint64_t disk_bytes_ = 0;
   std::vector<File> files_;
+  KeptPlace place_;
   UniqueFd in_use_;
   mutable std::mutex answers_mu_;
   mutable std::vector<UniqueFd> answer_fds_;  // guarded by answers_mu_: by file, opened once

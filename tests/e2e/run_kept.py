@@ -370,6 +370,23 @@ def main():
               f"the new tree came from the PFS, at most twice ({s['pfs']['bytes_read']} of "
               f"{c_bytes} B)")
 
+        # Eviction to the disk tier: the same three steps in a store of their own, with a disk
+        # tier. b2's kept files, which nobody uses, leave memory for c's room by going to the
+        # disk tier (kept.bytes_demoted), not dropped; a later step reads b2 from there.
+        to_disk = dict(evict, LARDER_KEEP="evict-disk", LARDER_DISK="64M")
+        steps.run("eviction to disk: b1 kept", to_disk, dirs=[trees["b1"]])
+        steps.run("eviction to disk: b2 kept", to_disk, dirs=[trees["b2"]])
+        s = steps.run("eviction to disk: b1, then c, which needs room, then b1 again",
+                      dict(to_disk, LARDER_MEM="4M"), dirs=[trees["b1"], trees["c"], trees["b1"]])
+        check(s["kept"]["bytes_demoted"] > 0 and s["kept"]["bytes_evicted"] == 0,
+              f"kept files nobody used went to the disk tier for room, none dropped "
+              f"({s['kept']['bytes_demoted']} B; dropped {s['kept']['bytes_evicted']} B)")
+        s = steps.run("eviction to disk: b2 again", dict(to_disk, LARDER_MEM="4M"),
+                      dirs=[trees["b2"]])
+        check(s["pfs"]["bytes_read"] == 0 and s["kept"]["bytes_adopted"] > 0,
+              f"b2 came from the kept files moved to the disk tier, no PFS byte "
+              f"({s['pfs']['bytes_read']} B from the PFS, {s['kept']['bytes_adopted']} B adopted)")
+
         # The disk tier kept: no memory tier and 64 MiB of disk, so the
         # chunks go to the disk tier and are kept there.
         on_disk = {"LARDER_KEEP": "disk", "LARDER_MEM": "0", "LARDER_DISK": "64M"}

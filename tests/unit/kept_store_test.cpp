@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -351,6 +352,55 @@ TEST(KeptStoreTest, OverTheMemoryBudgetTheLeastRecentlyUsedGoesToTheDiskTierFirs
   ASSERT_NE((*kept)->find(key_of(100)), nullptr);
   EXPECT_FALSE((*kept)->file((*kept)->find(key_of(100))->file).disk) << "the recent one stays";
   KeptStore::remove_table(node.place, "4444444444444444");
+}
+
+// During a step: a memory file the step evicts for room goes to the disk tier (copied, its
+// index's flag set, the memory copy removed), and the next step finds it there with its bytes.
+// While another step holds the store's lock it is not moved and stays as it was.
+TEST(KeptStoreTest, AMemoryFileEvictedDuringAStepGoesToTheDiskTierForTheNext) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 4, 65536);
+  const std::string mem_copy = node.place.shm_root() + "/1111111111111111/arena-0.mem";
+  std::ifstream in(mem_copy, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(node.prepare("2222222222222222").ok());
+  auto kept = KeptStore::open(node.place, "2222222222222222");
+  ASSERT_TRUE(kept.ok());
+  const KeptRecord* r = (*kept)->find(key_of(101));
+  ASSERT_NE(r, nullptr);
+  const KeptStore::File& file = (*kept)->file(r->file);
+  ASSERT_FALSE(file.disk);
+  {
+    // Another step preparing: not moved, not waited for.
+    const std::string lock_path = node.place.shm_base + "/keep-" + node.place.name + ".lock";
+    const int held = ::open(lock_path.c_str(), O_RDWR | O_CLOEXEC);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(::flock(held, LOCK_EX), 0);
+    EXPECT_FALSE((*kept)->demote(file).ok());
+    ::close(held);
+    EXPECT_TRUE(exists(mem_copy)) << "left as it was";
+  }
+  auto moved = (*kept)->demote(file);
+  ASSERT_TRUE(moved.ok()) << moved.status().to_string();
+  EXPECT_GE(*moved, 4u * 65536);
+  EXPECT_FALSE(exists(mem_copy)) << "the memory copy went";
+  EXPECT_FALSE((*kept)->demote(file).ok()) << "once only";
+  kept->reset();
+  KeptStore::remove_table(node.place, "2222222222222222");
+  auto prepared = node.prepare("3333333333333333");
+  ASSERT_TRUE(prepared.ok());
+  EXPECT_EQ(prepared->chunks, 4u) << "the index was rewritten whole";
+  EXPECT_GE(prepared->disk_bytes, 4u * 65536);
+  auto next = KeptStore::open(node.place, "3333333333333333");
+  ASSERT_TRUE(next.ok());
+  const KeptRecord* again = (*next)->find(key_of(103));
+  ASSERT_NE(again, nullptr);
+  const KeptStore::File& on_disk = (*next)->file(again->file);
+  EXPECT_TRUE(on_disk.disk);
+  std::ifstream copy(on_disk.path, std::ios::binary);
+  const std::string got((std::istreambuf_iterator<char>(copy)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, bytes);
+  KeptStore::remove_table(node.place, "3333333333333333");
 }
 
 TEST(KeptStoreTest, AnAllocationsFirstStepRemovesOtherAllocationsStores) {
