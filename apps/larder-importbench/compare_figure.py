@@ -320,7 +320,8 @@ class Bench:
                 "LD_AUDIT": f"{self.args.build}/lib/liblarder_audit.so",
                 "LARDER_PREFIX": self.tree, "LARDER_NODE_SIZE": str(NODE_SIZE),
                 "LARDER_MEM": "4G", "LARDER_LOG": "error", "LARDER_SHM_DIR": shm,
-                "LARDER_STATS": stats, "LARDER_KEEP": keep or "off"}
+                "LARDER_STATS": stats, "LARDER_KEEP": keep or "off",
+                **dict(kv.split("=", 1) for kv in self.args.larder_env)}
 
     def larder_job(self, n, shm, env, stats):
         """One Larder import job: (slowest import s, peak bytes of Larder's files in shm (kept
@@ -658,6 +659,8 @@ def main():
     ap.add_argument("--ways", default=",".join(k for k, _ in WAYS),
                     help="which ways, comma-separated (default: all six)")
     ap.add_argument("--tree", help="an environment tree built before (build-env-tree.py)")
+    ap.add_argument("--larder-env", action="append", default=[], metavar="LARDER_X=VALUE",
+                    help="a setting for every Larder job (repeatable)")
     ap.add_argument("--tar-blocking", type=int, default=TAR_BLOCKING,
                     help="tar's blocking factor for the unpacking (512-byte blocks per read)")
     ap.add_argument("--out", help="the markdown table")

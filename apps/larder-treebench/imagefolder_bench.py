@@ -88,6 +88,7 @@ def run(args, tree, context, larder, scratch):
         env.update(LARDER_PREFIX=tree, LARDER_SHM_DIR=shm, LARDER_DIR=local,
                    LARDER_NODE_SIZE=str(args.node_size),
                    LARDER_STATS=os.path.join(scratch, "stats.json"))
+        env.update(kv.split("=", 1) for kv in args.larder_env)
     cmd += [PYTHON, os.path.abspath(__file__), "--rank", tree, context, out]
     for leftover in [out + ".store"] + [f"{out}.{r}" for r in range(args.ranks)]:
         if os.path.exists(leftover):
@@ -113,6 +114,10 @@ def main():
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--node-size", type=int, default=2)
     ap.add_argument("--contexts", default="fork,spawn")
+    ap.add_argument("--scratch", help="where the runs' own files go (default: ROOT/scratch-"
+                    "imagefolder; give a local directory when ROOT is a shaped PFS mount)")
+    ap.add_argument("--larder-env", action="append", default=[], metavar="LARDER_X=VALUE",
+                    help="a setting for Larder's runs (repeatable)")
     args = ap.parse_args()
     tree = os.path.join(args.root, f"dataset-{args.files}")
     if not os.path.exists(os.path.join(tree, ".complete")):
@@ -120,7 +125,7 @@ def main():
         subprocess.run([args.treebench, "generate", tree, "--dataset", "--files", str(args.files)],
                        check=True, stdout=subprocess.DEVNULL)
         open(os.path.join(tree, ".complete"), "w").close()
-    scratch = os.path.join(args.root, "scratch-imagefolder")
+    scratch = args.scratch or os.path.join(args.root, "scratch-imagefolder")
     os.makedirs(scratch, exist_ok=True)
     dropped = True
     print(f"{args.files} files, {args.ranks} ranks on {args.ranks // args.node_size} emulated "

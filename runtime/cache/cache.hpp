@@ -287,6 +287,10 @@ class Cache {
   void list_ahead_batch(const std::string& dir, std::span<const std::string> names);
   // Claims `item`'s key in the node table for this rank (false: already known, or another rank
   // of the node is resolving it).
+  // Calls load_one(0 .. n - 1), up to LARDER_LOAD_PARALLEL at a time (a thread of its own each,
+  // for at least kLoadsPerThread loads; the caller's thread is one of them).
+  static constexpr std::size_t kLoadsPerThread = 4;
+  void load_all(std::size_t n, const std::function<void(std::size_t)>& load_one);
   bool claim_on_node(BulkItem& item);
   // Resolves items (claimed on the node) through the directory in one batch: loads the claimed
   // ones with load(item), publishes them in one round trip, waits for the loading ones, makes

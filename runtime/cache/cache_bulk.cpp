@@ -4,6 +4,10 @@
 // once), one for the publications, and the copies from other nodes issued together. An import
 // or a walk of the tree then finds every answer on its node.
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <system_error>
+#include <thread>
 
 #include "runtime/cache/cache.hpp"
 #include "runtime/cache/cache_resolve.hpp"
@@ -31,6 +35,37 @@ std::string join(const std::string& dir, const std::string& name) {
 }
 
 }  // namespace
+
+void Cache::load_all(std::size_t n, const std::function<void(std::size_t)>& load_one) {
+  // Each load is a PFS round trip (a stat, or an open, a read and a close): with a PFS's latency
+  // they are made several at a time, each thread taking the next until none is left. Threads
+  // for this batch only, joined before it is published: nothing outlives the call.
+  const std::size_t width = std::min<std::size_t>(config_.load_parallel, n / kLoadsPerThread);
+  std::atomic<std::size_t> next{0};
+  auto work = [&]() noexcept {
+    for (std::size_t k = next.fetch_add(1); k < n; k = next.fetch_add(1)) {
+      try {
+        load_one(k);
+      } catch (const std::exception& e) {  // that entry is abandoned: its readers read the PFS
+        LARDER_LOG_LIMITED(kWarn, "a load failed: {}", e.what());
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  if (width > 1) {
+    helpers.reserve(width - 1);
+    for (std::size_t t = 1; t < width; ++t) {
+      try {
+        helpers.emplace_back(work);
+      } catch (const std::system_error& e) {  // no thread: fewer at a time
+        LARDER_LOG_LIMITED(kInfo, "a load thread could not start: {}", e.what());
+        break;
+      }
+    }
+  }
+  work();
+  for (std::thread& t : helpers) t.join();
+}
 
 bool Cache::claim_on_node(BulkItem& item) {
   Payload payload;
@@ -174,27 +209,20 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
     directory_.acquire_many(lookups, claims);
     count_directory_ops(items.size());
   }
-  // The claimed ones: loaded here, then published together.
+  // The claimed ones: loaded here, several at a time (load_all), then published together.
   std::vector<Directory::Final> finals;
   std::vector<std::size_t> finals_of;
   std::vector<std::size_t> ready;
   std::vector<std::size_t> loading;
+  std::vector<std::size_t> claimed;
   for (std::size_t i = 0; i < items.size(); ++i) {
     BulkItem& it = items[i];
     it.claim = std::move(claims[i]);
     if (!it.claim.ok()) continue;  // the directory cannot answer: the node's ranks ask again
     switch (it.claim->outcome) {
-      case Claim::Outcome::kClaimed: {
-        Loaded l = load(it);
-        finals.push_back(Directory::Final{it.key, l.answer.payload, l.publish});
-        finals_of.push_back(i);
-        it.answer = l.answer;
-        if (l.publish) {
-          it.answer.kind = Answer::Kind::kCached;
-          it.answer.fresh = true;
-        }
+      case Claim::Outcome::kClaimed:
+        claimed.push_back(i);
         break;
-      }
       case Claim::Outcome::kReady:
         ready.push_back(i);
         break;
@@ -206,6 +234,19 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
         break;
       case Claim::Outcome::kAbsent:
         break;
+    }
+  }
+  std::vector<Loaded> loaded(claimed.size());
+  load_all(claimed.size(), [&](std::size_t k) { loaded[k] = load(items[claimed[k]]); });
+  for (std::size_t k = 0; k < claimed.size(); ++k) {
+    BulkItem& it = items[claimed[k]];
+    Loaded& l = loaded[k];
+    finals.push_back(Directory::Final{it.key, l.answer.payload, l.publish});
+    finals_of.push_back(claimed[k]);
+    it.answer = std::move(l.answer);
+    if (l.publish) {
+      it.answer.kind = Answer::Kind::kCached;
+      it.answer.fresh = true;
     }
   }
   if (!finals.empty() && !closing()) {

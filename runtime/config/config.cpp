@@ -208,6 +208,13 @@ Result<Config> Config::parse(const Lookup& lookup) {
     }
     c.list_ahead = *n;
   }
+  if (auto v = get("LARDER_LOAD_PARALLEL")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n == 0 || *n > 64) {
+      return bad("LARDER_LOAD_PARALLEL", *v, "an integer from 1 (one load at a time) to 64");
+    }
+    c.load_parallel = *n;
+  }
   if (auto v = get("LARDER_SMALL_FILE")) {
     auto n = parse_size(*v);
     if (!n) return bad("LARDER_SMALL_FILE", *v, kSize);

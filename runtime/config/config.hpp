@@ -65,6 +65,9 @@ struct Config {
   // LARDER_NODE_SLOTS: the most entries the node table grows to (192 bytes each; it starts at
   // 65,536 and grows in levels as the node reads: docs/protocol.md, "The node level")
   std::uint32_t node_slots = 1u << 26;
+  // LARDER_LOAD_PARALLEL: how many of a batch's PFS loads (list-ahead's stat answers and small
+  // files) a rank makes at a time, each on a thread of its own for the batch (1: one after another)
+  std::uint32_t load_parallel = 8;
   std::uint32_t list_ahead = 4096;  // LARDER_LIST_AHEAD: entries of a listed directory resolved
   std::uint64_t small_file = 256ull << 10;  // LARDER_SMALL_FILE: loaded whole with its stat
   // LARDER_KEEP: the name of the kept store this job's node-local data stays in after the job,

@@ -42,16 +42,29 @@ Result<std::shared_ptr<UniqueFd>> PosixFileSystem::open_cached(const std::string
   std::string name = path;
   name += '\0';
   name += std::to_string(version);
-  std::lock_guard lock(mu_);
-  if (auto it = open_.find(name); it != open_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second.position);
-    return it->second.fd;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = open_.find(name); it != open_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.position);
+      return it->second.fd;
+    }
   }
+  // Opened outside the lock: an open is a PFS round trip, and the loads of a batch are made
+  // several at a time (Cache::load_all). Closes too (a descriptor pushed out of the table).
   stats_.pfs_op(Counter::pfs_open_ops, path);
   auto fd = std::make_shared<UniqueFd>(sys::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd->valid()) return from_errno(errno, "cannot open " + path);
+  std::shared_ptr<UniqueFd> pushed_out;  // closed after the unlock
+  std::lock_guard lock(mu_);
+  if (auto it = open_.find(name); it != open_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second.position);
+    pushed_out = std::move(fd);  // another thread opened it meanwhile: one descriptor kept
+    return it->second.fd;
+  }
   if (open_.size() >= max_open_files_) {
-    open_.erase(lru_.back());  // readers still holding the shared_ptr keep it open
+    auto last = open_.find(lru_.back());
+    pushed_out = std::move(last->second.fd);  // readers still holding it keep it open
+    open_.erase(last);
     lru_.pop_back();
   }
   lru_.push_front(name);

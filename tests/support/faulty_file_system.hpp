@@ -3,6 +3,9 @@
 #define LARDER_TESTS_SUPPORT_FAULTY_FILE_SYSTEM_HPP_
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 
 #include "runtime/pfs/posix_file_system.hpp"
 
@@ -14,6 +17,11 @@ class FaultyFileSystem final : public FileSystem {
 
   std::atomic<int> fail_reads_with{0};    // errno for every read (0: none)
   std::atomic<int> fail_resolve_with{0};  // errno for every resolve (0: none)
+  // With `meet` > 1: each read waits until `meet` reads are in flight at once (at most 30 s, once:
+  // a caller reading one file at a time is slow, never stuck); max_in_flight records the most
+  // seen. Shows that reads are made several at a time without timing them.
+  int meet = 0;
+  std::atomic<int> max_in_flight{0};
 
   Result<ResolvedPath> resolve(const std::string& path) override {
     if (int e = fail_resolve_with.load(); e != 0) return from_errno(e, "injected resolve failure");
@@ -22,6 +30,16 @@ class FaultyFileSystem final : public FileSystem {
   Result<std::size_t> read(const std::string& path, std::uint64_t version, std::uint64_t offset,
                            std::span<std::byte> into) override {
     if (int e = fail_reads_with.load(); e != 0) return from_errno(e, "injected read failure");
+    if (meet > 1) {
+      std::unique_lock lock(mu_);
+      const int now = ++in_flight_;
+      if (now > max_in_flight.load()) max_in_flight.store(now);
+      if (now >= meet) met_ = true;
+      cv_.notify_all();
+      cv_.wait_for(lock, std::chrono::seconds(30), [this] { return met_; });
+      met_ = true;  // met, or given up waiting once: no later read waits
+      --in_flight_;
+    }
     return real_.read(path, version, offset, into);
   }
   Result<FileMeta> lstat(const std::string& path) override { return real_.lstat(path); }
@@ -29,6 +47,10 @@ class FaultyFileSystem final : public FileSystem {
 
  private:
   PosixFileSystem real_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0;  // guarded by mu_
+  bool met_ = false;   // guarded by mu_: `meet` reads were in flight once (then none waits)
 };
 
 }  // namespace larder::testing

@@ -440,6 +440,34 @@ TEST(CacheTest, ALargeDirectoryIsResolvedAheadInBatches) {
   EXPECT_EQ(h.count(Counter::pfs_read_ops), 7u);
 }
 
+// The loads of a batch are made several at a time (LARDER_LOAD_PARALLEL), each a PFS round trip:
+// four reads meet in flight (the fake file system holds each read until four are), and every
+// file's bytes and the counters are what one load at a time gives.
+TEST(CacheTest, ListAheadLoadsSeveralSmallFilesAtATime) {
+  for (const std::uint32_t parallel : {8u, 1u}) {
+    CacheHarness h;
+    h.config.load_parallel = parallel;
+    if (parallel > 1) h.pfs.meet = 4;
+    const std::string dir = path::real_path_or_empty(h.data.path()) + "/d";
+    ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+    for (int i = 0; i < 64; ++i) h.make_file("d/f" + std::to_string(i), 100 + i, i);
+    ASSERT_TRUE(h.cache->list(dir).ok());
+    EXPECT_EQ(h.count(Counter::pfs_stat_ops), 64u) << parallel;
+    EXPECT_EQ(h.count(Counter::pfs_read_ops), 64u) << parallel;
+    EXPECT_EQ(h.count(Counter::prefetches), 64u) << parallel;
+    if (parallel > 1) {
+      EXPECT_GE(h.pfs.max_in_flight.load(), 4) << "the reads were made one at a time";
+    }
+    const std::string root = path::real_path_or_empty(h.data.path());
+    for (int i = 0; i < 64; ++i) {
+      const std::string name = root + "/d/f" + std::to_string(i);
+      const CachedFile f = h.open(name);
+      EXPECT_EQ(h.read(f, 0, f.size), testing::read_whole(name)) << name;
+    }
+    EXPECT_EQ(h.count(Counter::pfs_read_ops), 64u) << "every file from the batch";
+  }
+}
+
 TEST(CacheTest, ListAheadLoadsNoMoreThanTheArenaHolds) {
   CacheHarness h(2 * kChunk + 4096);  // room for the listing and two small files
   const std::string dir = path::real_path_or_empty(h.data.path()) + "/d";
