@@ -117,6 +117,11 @@ DETAIL_GROUPS = (
         ("node.file_no_room", "requests not served: no room"),
         ("node.file_failed", "requests not served: failed"),
     )),
+    ("Worker processes", (
+        ("workers.lookups", "stat answers the ranks gave their workers"),
+        ("workers.places_sent", "of those, sent with the place of the file's first chunk"),
+        ("workers.places", "places of chunks asked for on their own"),
+    )),
     ("Shared objects", (
         ("loader.objects", "shared objects the loader opened from node files"),
         ("loader.absent", "search candidates answered 'does not exist' by the cache"),

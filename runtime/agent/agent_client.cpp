@@ -213,13 +213,20 @@ Result<PathRecord> AgentClient::lookup_kind(const std::string& path, bool follow
   const std::uint8_t flag = follow ? 1 : 0;
   auto reply = call(Op::kLookup, bytes_of(flag), bytes_of(std::string_view(path)));
   if (!reply.ok()) return reply.status();
-  if (reply->status != 0 || reply->body.size() != sizeof(PathRecord)) {
+  if (reply->status != 0 || (reply->body.size() != sizeof(PathRecord) &&
+                             reply->body.size() != sizeof(PathRecord) + sizeof(PlaceReply))) {
     return Status(Errc::kUnavailable, 0, "the agent cannot answer");
   }
   PathRecord rec;
   std::memcpy(&rec, reply->body.data(), sizeof rec);
   std::unique_lock lock(memo_mu_);
   memo.insert_or_assign(path, rec);
+  if (reply->body.size() > sizeof rec) {
+    // The place of the file's first chunk on this node, sent with the answer (kLookup).
+    PlaceReply place;
+    std::memcpy(&place, reply->body.data() + sizeof rec, sizeof place);
+    if (place.node_local != 0) places_.insert_or_assign(chunk_key(rec.file, 0), place.record);
+  }
   return rec;
 }
 

@@ -190,6 +190,18 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, Co
       if (!split(body, &follow, &path) || !allowed(*s, path)) return unavailable(fd, op);
       auto rec = follow != 0 ? s->lookup(path) : s->lookup_link(path);
       if (!rec.ok()) return unavailable(fd, op);
+      s->stats().add(Counter::worker_lookups);
+      // A regular file whose first chunk the node holds already: its place goes with the answer
+      // (the worker's open and first read then cost this one round trip).
+      if (rec->error == 0 && rec->managed() && rec->meta.is_regular() && rec->meta.size > 0) {
+        if (auto known = s->cache().known_place(CachedFile::of(path, *rec), 0)) {
+          PlaceReply r;
+          r.node_local = 1;
+          r.record = *known;
+          s->stats().add(Counter::worker_places_sent);
+          return send_message(fd, op, 0, bytes_of(*rec), bytes_of(r));
+        }
+      }
       return send_message(fd, op, 0, bytes_of(*rec));
     }
     case Op::kList: {
@@ -208,6 +220,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, Co
       if (!split(body, &req, &path) || !allowed(*s, path)) return unavailable(fd, op);
       auto place = s->cache().place(file_of(req, path), req.index);
       if (!place.ok()) return unavailable(fd, op);
+      s->stats().add(Counter::worker_places);
       PlaceReply r;
       r.node_local = place->node_local ? 1 : 0;
       r.copied = place->copied ? 1 : 0;

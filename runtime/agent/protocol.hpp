@@ -22,11 +22,11 @@ namespace larder::agent {
 inline constexpr char kEnvName[] = "LARDER_AGENT";
 // Set (to the same name) once the agent serves requests: the loader's audit module asks only then.
 inline constexpr char kServingEnvName[] = "LARDER_AGENT_SERVING";
-inline constexpr std::uint32_t kVersion = 6;
+inline constexpr std::uint32_t kVersion = 7;
 
 enum class Op : std::uint32_t {
   kHello = 1,     // body: u32 version                 -> HelloReply + worker stats file path
-  kLookup = 2,    // body: u8 follow, path             -> PathRecord
+  kLookup = 2,    // body: u8 follow, path             -> PathRecord [+ PlaceReply of chunk 0]
   kList = 3,      // body: path                        -> ListReply + records
   kPlace = 4,     // body: FileRequest, path           -> PlaceReply
   kRead = 5,      // body: FileRequest, path           -> the bytes

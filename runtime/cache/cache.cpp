@@ -203,6 +203,24 @@ Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
   return out;
 }
 
+std::optional<ChunkRecord> Cache::known_place(const CachedFile& file, std::uint64_t index) {
+  const Key key = chunk_key(file.id, index);
+  Payload payload;
+  if (!memo_find(key, &payload)) {
+    if (node_ == nullptr) return std::nullopt;
+    const NodeTable::Found f = node_->find(key);
+    if (f.outcome != NodeTable::Found::Outcome::kReady) return std::nullopt;
+    payload = f.payload;
+  }
+  const auto record = unpack<ChunkRecord>(payload);
+  if (record.owner < 0 || !on_this_node(record.owner) || record.length == 0 ||
+      (record.version != 0 && file.version != 0 && record.version != file.version) ||
+      !kept_record_usable(record)) {
+    return std::nullopt;
+  }
+  return record;
+}
+
 Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index,
                                      const ChunkRecord* into) {
   const Key key = chunk_key(file.id, index);

@@ -118,6 +118,11 @@ class Cache {
     ChunkRecord record;
   };
   Result<Place> place(const CachedFile& file, std::uint64_t index);
+  // Where chunk `index` of `file` sits on this node, when the node knows it already (this rank's
+  // memo, or the node table READY) and it is held here: no claim, no wait, no directory or PFS
+  // call. The agent sends it with a worker's stat answer (a small file opened after its stat is
+  // one round trip for the worker, not two).
+  std::optional<ChunkRecord> known_place(const CachedFile& file, std::uint64_t index);
 
   // Reads up to into.size() bytes at `offset`; fewer only at end of file. Errors are the PFS's
   // errno (in native_code()). Counts what the cache did (hits, misses, PFS and transport), not

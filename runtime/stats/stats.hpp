@@ -73,6 +73,9 @@ namespace larder {
   X(node_file_maps_workers, "node.file_maps_workers")               \
   X(node_file_no_room, "node.file_no_room")                         \
   X(node_file_failed, "node.file_failed")                           \
+  X(worker_lookups, "workers.lookups")                              \
+  X(worker_places, "workers.places")                                \
+  X(worker_places_sent, "workers.places_sent")                      \
   X(loader_objects, "loader.objects")                               \
   X(loader_absent, "loader.absent")                                 \
   X(loader_original, "loader.original")                             \

@@ -8,7 +8,7 @@ import subprocess
 
 import numpy as np
 
-from e2e_util import PYTHON, Job, check, common_args
+from e2e_util import PYTHON, Job, check, common_args, read_stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -35,7 +35,8 @@ def main():
                        env=job.env(preload=False), check=True, timeout=120)
         expected = json.load(open(ref))
         out = os.path.join(job.root, "out")
-        env = job.env(extra={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"})
+        stats_path = os.path.join(job.root, "stats.json")
+        env = job.env(stats=stats_path, extra={"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1"})
         job.mpiexec(args.np, [PYTHON, script, job.data, out, args.context, args.mode], env,
                     timeout=150)
         results = [json.load(open(f"{out}.{r}")) for r in range(args.np)]
@@ -46,6 +47,14 @@ def main():
         check(all(r["pfs_bytes_epoch2"] == 0 for r in results),
               "epoch 2 read zero bytes from the file system on every rank "
               f"({[r['pfs_bytes_epoch2'] for r in results]})")
+        # The rank listed the directory, so every small file's place was known on its node when
+        # a worker asked for the file's stat answer: it came with the answer, and the worker read
+        # the file without asking for its place (one request per file, not two).
+        w = read_stats(stats_path).get("workers", {})
+        print(f"workers: {w}", flush=True)
+        check(w.get("lookups", 0) > 0 and w.get("places_sent", 0) > 0 and
+              w.get("places", 0) < w.get("places_sent", 0),
+              f"the workers' files came with their places ({w})")
         job.check_clean()
         check(True, "all processes exited and no larder files are left")
     finally:
