@@ -325,6 +325,11 @@ Status Fabric::issue_get(const GetOp& op, Completion& c, Peer** peer_out, void**
   return {};
 }
 
+std::uint64_t Fabric::bytes_hashed() const noexcept {
+  return bytes_hashed_.load(std::memory_order_relaxed) +
+         (message_reads_ ? message_reads_->bytes_hashed() : 0);
+}
+
 Status Fabric::get(const GetOp& op) {
   Status out;
   get_many(std::span(&op, 1), std::span(&out, 1));
@@ -390,7 +395,7 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
     return;
   }
   // Every get is issued first, so that they overlap; then each is waited for. A get whose hash
-  // is wanted is issued in pieces of kPiece, each hashed as soon as it has arrived, while the
+  // is wanted is issued in pieces (piece_of), each hashed as soon as it has arrived, while the
   // next ones are still in flight.
   struct InFlight {
     Completion c;
@@ -401,7 +406,8 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   };
   std::vector<std::vector<std::unique_ptr<InFlight>>> flights(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    const std::uint64_t piece = ops[i].hashed != nullptr ? kPiece : ops[i].into.size();
+    const std::uint64_t piece =
+        ops[i].hashed != nullptr ? piece_of(ops[i].into.size()) : ops[i].into.size();
     for (std::uint64_t at = 0; at == 0 || at < ops[i].into.size(); at += piece) {
       auto f = std::make_unique<InFlight>();
       GetOp part = ops[i];
@@ -415,7 +421,8 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   }
   for (std::size_t i = 0; i < ops.size(); ++i) {
     out[i] = Status();
-    ContentHasher hasher;
+    std::optional<ContentHasher> hasher;
+    if (ops[i].hashed != nullptr) hasher.emplace();
     std::uint64_t ns = 0;
     for (auto& f : flights[i]) {
       Status s = std::move(f->issued);
@@ -424,16 +431,17 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
         if (!s.ok()) f->peer->mark_failed();
       }
       if (!s.ok() && out[i].ok()) out[i] = std::move(s);
-      if (out[i].ok() && ops[i].hashed != nullptr) {
+      if (out[i].ok() && hasher) {
         const auto t0 = std::chrono::steady_clock::now();
-        hasher.update(f->into);
+        hasher->update(f->into);
+        bytes_hashed_.fetch_add(f->into.size(), std::memory_order_relaxed);
         ns += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                              std::chrono::steady_clock::now() - t0)
                                              .count());
       }
     }
     if (ops[i].hashed != nullptr) {
-      *ops[i].hashed = Hashed{out[i].ok() ? hasher.digest() : 0, ns};
+      *ops[i].hashed = Hashed{out[i].ok() ? hasher->digest() : 0, ns};
     }
   }
 }

@@ -90,6 +90,8 @@ class Fabric final : public ClosableTransport {
   bool directory_as_messages() const noexcept { return message_shards_ != nullptr; }
   // True when chunks are read from other ranks as messages (MessageReads), not UCX gets.
   bool reads_as_messages() const noexcept { return message_reads_ != nullptr; }
+  // Bytes hashed as they arrived, for gets that wanted their hash (GetOp::hashed; tests).
+  std::uint64_t bytes_hashed() const noexcept;
   std::chrono::milliseconds timeout() const noexcept { return options_.timeout; }
   // Waits for `request` (issued with `completion` as its user data) and frees it: the calling
   // thread progresses the worker for a while, then the progress thread completes it. A request
@@ -145,7 +147,8 @@ class Fabric final : public ClosableTransport {
   std::unique_ptr<MessageShards> message_shards_;      // instead of shards_ (LARDER_DIRECTORY_OPS)
   std::unique_ptr<class MessageReads> message_reads_;  // instead of gets (LARDER_REMOTE_READS)
   bool closed_ = false;
-  std::atomic<bool> closing_{false};  // release/acquire: read by endpoint error handlers
+  std::atomic<bool> closing_{false};            // release/acquire: read by endpoint error handlers
+  std::atomic<std::uint64_t> bytes_hashed_{0};  // by gets (message reads count their own)
 };
 
 }  // namespace larder::ucx

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "runtime/common/content_hash.hpp"
@@ -254,7 +255,7 @@ ucs_status_t MessageReads::on_reply(void* arg, const void* header, std::size_t h
 
 void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Status> out) {
   auto batch = std::make_shared<Batch>();
-  // Each op is asked for in pieces of at most kPiece: the reader copies each out of its bounce
+  // Each op is asked for in pieces (piece_of): the reader copies each out of its bounce
   // buffer, and hashes it when the caller wants the hash, while the next ones arrive.
   struct Part {
     std::size_t op = 0;
@@ -274,8 +275,8 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
     }
     out[i] = Status();
     const bool bounce = !serves(op.into);
-    const bool split = op.into.size() > kPiece;
-    const std::uint64_t piece = split ? kPiece : op.into.size();
+    const bool split = op.into.size() > piece_of(op.into.size());
+    const std::uint64_t piece = split ? piece_of(op.into.size()) : op.into.size();
     for (std::uint64_t at = 0; at < op.into.size(); at += piece) {
       auto p = std::make_shared<Pending>();
       p->owner = op.owner;
@@ -326,9 +327,9 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
   // Folding: each op's settled pieces, in order, are copied out of their bounce buffers into the
   // caller's memory and hashed (both in one pass, a block at a time).
   std::vector<std::size_t> folded(first.begin(), first.end() - 1);
-  std::vector<ContentHasher> hashers(ops.size());  // valid only for ops with `hashed`
+  std::vector<std::optional<ContentHasher>> hashers(ops.size());  // only for ops with `hashed`
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].hashed != nullptr && first[i] < first[i + 1]) hashers[i] = ContentHasher();
+    if (ops[i].hashed != nullptr && first[i] < first[i + 1]) hashers[i].emplace();
   }
   std::vector<std::uint64_t> hash_ns(ops.size(), 0);
   auto fold = [&](std::size_t i) {
@@ -337,21 +338,22 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
       if (!part.status.ok() && out[i].ok()) out[i] = part.status;
       if (!out[i].ok()) continue;
       const std::span<std::byte> into = part.p->into;
-      ContentHasher& h = hashers[i];
+      ContentHasher* h = hashers[i] && hashers[i]->valid() ? &*hashers[i] : nullptr;
       const auto t0 = std::chrono::steady_clock::now();
       if (part.p->bounce) {
         const std::span<const std::byte> from(part.p->bounce.get(), into.size());
-        if (h.valid()) {
-          h.copy_and_update(into.data(), from);
+        if (h != nullptr) {
+          h->copy_and_update(into.data(), from);
         } else {
           std::memcpy(into.data(), from.data(), into.size());
         }
-      } else if (h.valid()) {
-        h.update(into);
+      } else if (h != nullptr) {
+        h->update(into);
       } else {
         continue;
       }
-      if (h.valid()) {
+      if (h != nullptr) {
+        bytes_hashed_.fetch_add(into.size(), std::memory_order_relaxed);
         hash_ns[i] +=
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            std::chrono::steady_clock::now() - t0)
@@ -409,7 +411,8 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
   }
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].hashed == nullptr) continue;
-    *ops[i].hashed = Transport::Hashed{out[i].ok() ? hashers[i].digest() : 0, hash_ns[i]};
+    const bool hashed = out[i].ok() && hashers[i].has_value();
+    *ops[i].hashed = Transport::Hashed{hashed ? hashers[i]->digest() : 0, hash_ns[i]};
   }
 }
 

@@ -147,8 +147,9 @@ TEST_P(RemoteReadsTest, AReadBeyondTheHoldersMemoryFailsAndTheOthersOfItsBatchDo
 }
 
 TEST_P(RemoteReadsTest, ReadsWhoseHashIsWantedArriveHashedAndWhole) {
-  // A read larger than a piece (1 MiB) is made in pieces, and each is copied (messages) and
-  // hashed while the next arrives: the hash is the whole read's, both ways.
+  // A read larger than 256 KiB is made in pieces (piece_of), each copied (messages) and hashed
+  // while the next arrives: the hash is the whole read's, both ways. Reads that do not ask for
+  // their hash are not hashed.
   const int owner = (rank_ + 1) % size_;
   if (owner == rank_) GTEST_SKIP() << "needs 2 ranks";
   constexpr std::array<std::uint64_t, 5> kHashed = {1, 50ull << 10, 1ull << 20, (1ull << 20) + 1,
@@ -166,8 +167,21 @@ TEST_P(RemoteReadsTest, ReadsWhoseHashIsWantedArriveHashedAndWhole) {
     }
     offset += n + 1;
   }
+  auto* fabric = dynamic_cast<ucx::Fabric*>(fabric_.get());
+  ASSERT_NE(fabric, nullptr);
+  // The same reads without `hashed` first: nothing is hashed for them.
+  std::vector<Transport::GetOp> plain = ops;
+  std::uint64_t total = 0;
+  for (Transport::GetOp& op : plain) {
+    op.hashed = nullptr;
+    total += op.into.size();
+  }
+  const std::uint64_t before = fabric->bytes_hashed();
   std::vector<Status> out(ops.size());
+  fabric_->get_many(plain, out);
+  EXPECT_EQ(fabric->bytes_hashed(), before) << "reads that did not ask were hashed";
   fabric_->get_many(ops, out);
+  EXPECT_EQ(fabric->bytes_hashed(), before + total);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     ASSERT_TRUE(out[i].ok()) << out[i].to_string();
     for (std::uint64_t j = 0; j < ops[i].into.size(); ++j) {
