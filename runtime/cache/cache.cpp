@@ -203,15 +203,18 @@ Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
   return out;
 }
 
+bool Cache::known_answer(const Key& key, Payload* out) {
+  if (memo_find(key, out)) return true;
+  if (node_ == nullptr) return false;
+  const NodeTable::Found f = node_->find(key);
+  if (f.outcome != NodeTable::Found::Outcome::kReady) return false;
+  *out = f.payload;
+  return true;
+}
+
 std::optional<ChunkRecord> Cache::known_place(const CachedFile& file, std::uint64_t index) {
-  const Key key = chunk_key(file.id, index);
   Payload payload;
-  if (!memo_find(key, &payload)) {
-    if (node_ == nullptr) return std::nullopt;
-    const NodeTable::Found f = node_->find(key);
-    if (f.outcome != NodeTable::Found::Outcome::kReady) return std::nullopt;
-    payload = f.payload;
-  }
+  if (!known_answer(chunk_key(file.id, index), &payload)) return std::nullopt;
   const auto record = unpack<ChunkRecord>(payload);
   if (record.owner < 0 || !on_this_node(record.owner) || record.length == 0 ||
       (record.version != 0 && file.version != 0 && record.version != file.version) ||

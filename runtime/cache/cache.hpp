@@ -435,6 +435,9 @@ class Cache {
   bool place_listing(std::span<const std::byte> records, ListingRecord* rec);
 
   bool memo_find(const Key& key, Payload* out);
+  // The node's READY answer for `key` as this rank knows it (its memo, else the node table),
+  // without claiming or waiting.
+  bool known_answer(const Key& key, Payload* out);
   void memo_put(const Key& key, const Payload& payload);
 
   const Config& config_;

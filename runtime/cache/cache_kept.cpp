@@ -359,14 +359,6 @@ void Cache::collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecor
     listings.swap(noted_listings_);
   }
   // The node's answer now (a renewal may have replaced the one noted), as this rank knows it.
-  auto answer_of = [&](const Key& key, Payload* out) {
-    if (memo_find(key, out)) return true;
-    if (node_ == nullptr) return false;
-    const NodeTable::Found f = node_->find(key);
-    if (f.outcome != NodeTable::Found::Outcome::kReady) return false;
-    *out = f.payload;
-    return true;
-  };
   auto add = [&](const Key& key, const Payload& payload, std::span<const std::byte> blob) {
     KeptRecord r;
     r.word = key.word;
@@ -381,14 +373,14 @@ void Cache::collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecor
   };
   for (const Key& key : paths) {
     Payload payload;
-    if (!answer_of(key, &payload)) continue;
+    if (!known_answer(key, &payload)) continue;
     const auto rec = unpack<PathRecord>(payload);
     if (rec.produced() || rec.local_only()) continue;  // produced files are kept their own way
     add(key, payload, {});
   }
   for (const auto& [key, path] : listings) {
     Payload payload;
-    if (!answer_of(key, &payload)) continue;
+    if (!known_answer(key, &payload)) continue;
     const auto rec = unpack<ListingRecord>(payload);
     std::shared_ptr<const Listing> listing;
     if (rec.error == 0) {

@@ -150,6 +150,29 @@ void append(std::vector<std::byte>& out, const T& value) {
   std::memcpy(out.data() + at, &value, sizeof(T));
 }
 
+// Walks an index's file list (`names`, after the header: per file a disk flag byte, a zero byte, a
+// u16 length and the name), calling see(offset of the flag in the index, disk, name) for each of
+// `files`; false when the list is malformed, when a name is not a plain file name, or when `see`
+// says stop. `whole`: the list must end exactly at the end of `names`.
+template <class See>
+bool walk_file_list(std::span<const std::byte> names, std::uint64_t files, bool whole, See&& see) {
+  std::size_t at = 0;
+  for (std::uint64_t i = 0; i < files; ++i) {
+    if (at + 4 > names.size()) return false;
+    const std::uint64_t flag_at = sizeof(IndexHeader) + at;
+    const bool disk = names[at] != std::byte{0};
+    std::uint16_t length = 0;
+    std::memcpy(&length, names.data() + at + 2, 2);
+    at += 4;
+    if (at + length > names.size()) return false;
+    const std::string_view name(reinterpret_cast<const char*>(names.data() + at), length);
+    at += length;
+    if (name.empty() || name.find('/') != std::string_view::npos || name[0] == '.') return false;
+    if (!see(flag_at, disk, name)) return false;
+  }
+  return !whole || at == names.size();
+}
+
 // One finished step as prepare() reads it.
 struct Step {
   std::string name;
@@ -200,38 +223,28 @@ bool read_index(const std::string& path, const KeptPlace& place, Step& step) {
       XXH3_64bits_digest(state.get()) != h.body_hash) {
     return false;
   }
-  std::size_t at = 0;
-  const std::byte* body = names.data();
   const std::size_t first = step.files.size();
-  for (std::uint32_t i = 0; i < h.files; ++i) {
-    if (at + 4 > names_size) return false;
-    const std::uint64_t flag_at = sizeof h + at;
-    const auto disk = static_cast<std::uint8_t>(body[at]);
-    std::uint16_t length = 0;
-    std::memcpy(&length, body + at + 2, 2);
-    at += 4;
-    if (at + length > names_size) return false;
-    std::string name(reinterpret_cast<const char*>(body + at), length);
-    at += length;
-    if (name.empty() || name.find('/') != std::string::npos || name[0] == '.') return false;
-    Step::FileSeen f;
-    f.index = path;
-    f.flag_at = flag_at;
-    f.disk = disk != 0;
-    const std::string root = f.disk ? place.disk_root() : place.shm_root();
-    if (root.empty()) return false;
-    f.path = child(child(root, step.name), name);
-    struct stat fst {};
-    // A regular file of this user, not a link: anything else is not read.
-    f.usable =
-        sys::lstat(f.path.c_str(), &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_uid == ::geteuid();
-    if (f.usable) {
-      f.bytes = allocated(fst);
-      f.used_ns = mtime_ns(fst);
-    }
-    step.files.push_back(std::move(f));
-  }
-  if (at != names_size) return false;
+  const bool listed = walk_file_list(
+      names, h.files, true, [&](std::uint64_t flag_at, bool disk, std::string_view name) {
+        Step::FileSeen f;
+        f.index = path;
+        f.flag_at = flag_at;
+        f.disk = disk;
+        const std::string root = f.disk ? place.disk_root() : place.shm_root();
+        if (root.empty()) return false;
+        f.path = child(child(root, step.name), name);
+        struct stat fst {};
+        // A regular file of this user, not a link: anything else is not read.
+        f.usable = sys::lstat(f.path.c_str(), &fst) == 0 && S_ISREG(fst.st_mode) &&
+                   fst.st_uid == ::geteuid();
+        if (f.usable) {
+          f.bytes = allocated(fst);
+          f.used_ns = mtime_ns(fst);
+        }
+        step.files.push_back(std::move(f));
+        return true;
+      });
+  if (!listed) return false;
   for (std::size_t k = old; k < step.records.size(); ++k) {
     KeptRecord& r = step.records[k];
     if (r.file >= h.files || r.word == 0) return false;
@@ -416,16 +429,12 @@ std::uint64_t memory_flag_of(const std::string& index, const std::string& name) 
       static_cast<ssize_t>(names.size())) {
     return 0;
   }
-  for (std::size_t at = 0, i = 0; i < h.files && at + 4 <= names.size(); ++i) {
-    const bool disk = names[at] != std::byte{0};
-    std::uint16_t length = 0;
-    std::memcpy(&length, names.data() + at + 2, 2);
-    if (at + 4 + length > names.size()) return 0;
-    const std::string_view seen(reinterpret_cast<const char*>(names.data() + at + 4), length);
-    if (!disk && seen == name) return sizeof h + at;
-    at += 4 + length;
-  }
-  return 0;
+  std::uint64_t found = 0;
+  walk_file_list(names, h.files, false, [&](std::uint64_t flag_at, bool disk, std::string_view n) {
+    if (!disk && n == name) found = flag_at;
+    return found == 0;  // stop at the file
+  });
+  return found;
 }
 
 }  // namespace

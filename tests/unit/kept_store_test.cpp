@@ -85,6 +85,12 @@ struct Node {
   }
 };
 
+// A file's bytes.
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 Key key_of(std::uint64_t word) {
   return Key{word, 7, 0};
 }
@@ -327,8 +333,7 @@ TEST(KeptStoreTest, OverTheMemoryBudgetTheLeastRecentlyUsedGoesToTheDiskTierFirs
   Node node;
   keep_two_steps_first_used_last(node);
   const std::string mem_copy = node.place.shm_root() + "/3333333333333333/arena-0.mem";
-  std::ifstream in(mem_copy, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = contents(mem_copy);
   auto prepared = node.prepare("2222222222222222", /*mem=*/300 * 1024);
   ASSERT_TRUE(prepared.ok());
   EXPECT_EQ(prepared->evicted_bytes, 0u) << "nothing dropped: the disk tier had room";
@@ -346,8 +351,7 @@ TEST(KeptStoreTest, OverTheMemoryBudgetTheLeastRecentlyUsedGoesToTheDiskTierFirs
   const KeptStore::File& file = (*kept)->file(r->file);
   EXPECT_TRUE(file.disk);
   EXPECT_EQ(file.path.rfind(node.place.disk_root(), 0), 0u) << file.path;
-  std::ifstream moved(file.path, std::ios::binary);
-  const std::string got((std::istreambuf_iterator<char>(moved)), std::istreambuf_iterator<char>());
+  const std::string got = contents(file.path);
   EXPECT_EQ(got, bytes);
   ASSERT_NE((*kept)->find(key_of(100)), nullptr);
   EXPECT_FALSE((*kept)->file((*kept)->find(key_of(100))->file).disk) << "the recent one stays";
@@ -361,8 +365,7 @@ TEST(KeptStoreTest, AMemoryFileEvictedDuringAStepGoesToTheDiskTierForTheNext) {
   Node node;
   node.keep_step("1111111111111111", 100, 4, 65536);
   const std::string mem_copy = node.place.shm_root() + "/1111111111111111/arena-0.mem";
-  std::ifstream in(mem_copy, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = contents(mem_copy);
   ASSERT_TRUE(node.prepare("2222222222222222").ok());
   auto kept = KeptStore::open(node.place, "2222222222222222");
   ASSERT_TRUE(kept.ok());
@@ -397,8 +400,7 @@ TEST(KeptStoreTest, AMemoryFileEvictedDuringAStepGoesToTheDiskTierForTheNext) {
   ASSERT_NE(again, nullptr);
   const KeptStore::File& on_disk = (*next)->file(again->file);
   EXPECT_TRUE(on_disk.disk);
-  std::ifstream copy(on_disk.path, std::ios::binary);
-  const std::string got((std::istreambuf_iterator<char>(copy)), std::istreambuf_iterator<char>());
+  const std::string got = contents(on_disk.path);
   EXPECT_EQ(got, bytes);
   KeptStore::remove_table(node.place, "3333333333333333");
 }
