@@ -17,6 +17,7 @@
 #include "mpi_transport/spread_reduce.hpp"
 #include "mpi_transport/window_shards.hpp"
 #include "runtime/common/log.hpp"
+#include "runtime/directory/message_shards.hpp"
 #include "runtime/directory/sharded_directory.hpp"
 #include "runtime/tier/job_dir.hpp"
 #include "ucx_transport/ucx_factory.hpp"
@@ -34,8 +35,9 @@ struct MpiJob::Impl {
   std::shared_ptr<MpiPolling> polling = std::make_shared<MpiPolling>();
   mpi::Comm comm;
   mpi::Comm node_comm;
-  std::unique_ptr<mpi::MpiMessenger> messenger;  // the MPI path only
-  std::unique_ptr<mpi::WindowShards> shards;     // the MPI path only
+  std::unique_ptr<mpi::MpiMessenger> messenger;   // the MPI path only
+  std::unique_ptr<mpi::WindowShards> shards;      // the MPI path, one-sided directory
+  std::unique_ptr<MessageShards> message_shards;  // the MPI path, directory as messages
   std::unique_ptr<ShardedDirectory> directory;
   std::unique_ptr<mpi::RmaTransport> rma;
   std::unique_ptr<ClosableTransport> ucx;
@@ -471,13 +473,32 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
     auto m = mpi::MpiMessenger::create(comm_);
     if (m.ok()) impl_->messenger = std::move(*m);
     keep(m.status());
-    auto w = mpi::WindowShards::create(comm_, shard_bytes);
-    if (w.ok()) impl_->shards = std::move(*w);
-    keep(w.status());
+    // The directory as one-sided MPI operations only if every rank asks for them
+    // (LARDER_DIRECTORY_OPS=rma): MPI cannot tell whether its atomics are done by the network
+    // adapter, and where they are not (MPICH and Open MPI over UCX without RDMA, over TCP, over
+    // shared memory on one host) each one waits for the target's progress thread, while the
+    // origin spins in MPI_Win_flush. Messages batch a flush's operations into one message per home
+    // and the waiting thread sleeps (docs/protocol.md, "The directory over MPI").
+    int rma_asked = config.directory_ops == DirectoryOps::kRma ? 1 : 0;
+    int rma_everywhere = 0;  // collective on every rank, whatever failed above
+    keep(mpi::from_mpi(MPI_Allreduce(&rma_asked, &rma_everywhere, 1, MPI_INT, MPI_MIN, comm_),
+                       "MPI_Allreduce"));
+    if (rma_everywhere == 1) {
+      auto w = mpi::WindowShards::create(comm_, shard_bytes);
+      if (w.ok()) impl_->shards = std::move(*w);
+      keep(w.status());
+    } else if (impl_->messenger) {
+      // A home that does not answer within the timeout fails the flush (the reader reads the
+      // PFS); MPI reports no failed peers, so there is nothing to ask or give up.
+      impl_->message_shards =
+          std::make_unique<MessageShards>(topology_.rank, topology_.size, shard_bytes,
+                                          *impl_->messenger, config.wait_timeout, nullptr, nullptr);
+    }
     auto rma = mpi::RmaTransport::create(comm_, tiers);
     if (rma.ok()) impl_->rma = std::move(*rma);
     keep(rma.status());
-    shards = impl_->shards.get();
+    shards = impl_->shards ? static_cast<ShardOps*>(impl_->shards.get())
+                           : static_cast<ShardOps*>(impl_->message_shards.get());
     messenger = impl_->messenger.get();
   }
   if (!first.ok()) return first;
@@ -494,6 +515,9 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
   impl_->progress = std::make_unique<ProgressThread>(std::chrono::microseconds(50),
                                                      std::chrono::microseconds(1000));
   if (impl_->messenger) {
+    // A rank that sends a request waits for its answer: its progress thread, which receives
+    // it, polls eagerly from now on (MPI gives no descriptor to sleep on).
+    impl_->messenger->on_send([p = impl_->progress.get()] { p->notify_activity(); });
     ProgressSource mpi_source;
     mpi_source.progress = [m = impl_->messenger.get(), polling = impl_->polling] {
       std::lock_guard lock(polling->mu);
@@ -551,6 +575,7 @@ Status MpiJob::close(bool free_resources) {
   };
   // Every rank has finished reading before any window goes away.
   keep(barrier());
+  if (impl_->messenger) impl_->messenger->on_send(nullptr);  // no read sends after the barrier
   if (impl_->progress) impl_->progress->stop();
   if (!free_resources) {
     // Leaked on purpose (see the header); the owners must not free them later either.
@@ -558,6 +583,7 @@ Status MpiJob::close(bool free_resources) {
     (void)impl_->rma.release();
     (void)impl_->directory.release();
     (void)impl_->shards.release();
+    (void)impl_->message_shards.release();
     if (impl_->messenger) impl_->messenger->leak();
     (void)impl_->messenger.release();
     impl_->comm.leak();
@@ -566,6 +592,7 @@ Status MpiJob::close(bool free_resources) {
     return first;
   }
   impl_->directory.reset();
+  impl_->message_shards.reset();
   if (impl_->ucx) keep(impl_->ucx->close());
   if (impl_->rma) keep(impl_->rma->close());
   if (impl_->shards) keep(impl_->shards->close());

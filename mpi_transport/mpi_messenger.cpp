@@ -24,16 +24,22 @@ Status MpiMessenger::send(int to, Channel channel, std::span<const std::byte> bo
   if (body.size() > kMaxMessage) {
     return {Errc::kInvalidArgument, EMSGSIZE, "message larger than kMaxMessage"};
   }
-  std::lock_guard lock(send_mu_);
-  Pending& p = pending_.emplace_back();
-  p.body.assign(body.begin(), body.end());
-  Status s = from_mpi(MPI_Isend(p.body.data(), static_cast<int>(p.body.size()), MPI_BYTE, to,
-                                static_cast<int>(channel), comm_.get(), &p.request),
-                      "MPI_Isend");
-  if (!s.ok()) {
-    pending_.pop_back();
-  } else if (to != rank_) {
+  Status s;
+  {
+    std::lock_guard lock(send_mu_);
+    Pending& p = pending_.emplace_back();
+    p.body.assign(body.begin(), body.end());
+    s = from_mpi(MPI_Isend(p.body.data(), static_cast<int>(p.body.size()), MPI_BYTE, to,
+                           static_cast<int>(channel), comm_.get(), &p.request),
+                 "MPI_Isend");
+    if (!s.ok()) {
+      pending_.pop_back();
+      return s;
+    }
+  }
+  if (to != rank_) {
     sent_.fetch_add(1, std::memory_order_relaxed);
+    if (on_send_) on_send_();
   }
   return s;
 }

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,9 @@ class MpiMessenger final : public Messenger {
     return sent_.load(std::memory_order_relaxed);
   }
 
+  // Called after each send to another rank (the progress thread polls eagerly while this rank
+  // waits for answers: MpiJob). Set before the first send and not changed while sends run.
+  void on_send(std::function<void()> hook) { on_send_ = std::move(hook); }
   // Receives and handles what has arrived, completes finished sends. True when it did work.
   // Thread-safe (one caller at a time does the receiving).
   bool poll();
@@ -55,6 +59,7 @@ class MpiMessenger final : public Messenger {
   int rank_ = 0;
   std::atomic<std::uint64_t> sent_{0};           // to other ranks
   std::array<Handler, kChannelCount> handlers_;  // set before start, then read-only
+  std::function<void()> on_send_;                // likewise
   std::mutex poll_mu_;                           // one receiver at a time
   std::mutex send_mu_;
   std::list<Pending> pending_;  // guarded by send_mu_

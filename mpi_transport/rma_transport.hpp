@@ -2,12 +2,18 @@
 // (one window per tier) and from a dynamic window to which each rank attaches its segments
 // (expose(); the descriptor is the segment's address). The fallback data path, and the
 // reference the UCX path is tested against. Thread-safe (MPI_THREAD_MULTIPLE).
+//
+// Gets from the arenas are request-based (MPI_Rget) and waited for by testing, with short pauses
+// once nothing completes: a batch is one round trip, and a waiting reader leaves the cores to the
+// ranks whose MPI must answer the gets (get_many). Gets from segments are MPI_Get, flushed per
+// owner once the batch is issued.
 #ifndef LARDER_MPI_TRANSPORT_RMA_TRANSPORT_HPP_
 #define LARDER_MPI_TRANSPORT_RMA_TRANSPORT_HPP_
 
 #include <mpi.h>
 
 #include <array>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +33,7 @@ class RmaTransport final : public Transport {
 
   const char* name() const noexcept override { return "mpi"; }
   Status get(const GetOp& op) override;
+  void get_many(std::span<const GetOp> ops, std::span<Status> out) override;
   Result<std::vector<std::byte>> expose(std::uint32_t segment,
                                         std::span<std::byte> memory) override;
   bool knows(int owner, std::uint32_t segment) override;
@@ -35,6 +42,14 @@ class RmaTransport final : public Transport {
 
  private:
   RmaTransport() = default;
+  // MPI_Rget of op's bytes (pieces of at most 1 GiB), the requests appended to `requests`; from
+  // the dynamic window (segments), MPI_Get, and op.owner added to `flush_segments_of`.
+  Status issue(const GetOp& op, std::vector<MPI_Request>& requests,
+               std::vector<int>& flush_segments_of);
+
+  // How long a wait tests its requests without pause, and the pause after that.
+  static constexpr auto kSpin = std::chrono::microseconds(20);
+  static constexpr auto kPause = std::chrono::microseconds(20);
   std::array<Window, kTierCount> windows_;
   std::mutex segments_mu_;
   Window segments_;  // dynamic; attach() under segments_mu_

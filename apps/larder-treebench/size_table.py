@@ -12,7 +12,11 @@ metadata: node tables, directory shards and overflow, memos, listings, arena sla
 
   size_table.py --treebench build/release/bin/larder-treebench \\
       --preload build/release/lib/liblarder_preload.so --root /var/tmp/larder-sizes \\
-      --files 20000,100000,300000,1280000 [--ranks 2] [--epochs 2] [--json out.json]
+      --files 20000,100000,300000,1280000 [--ranks 2] [--node-size N] [--epochs 2] \\
+      [--larder-env LARDER_TRANSPORT=mpi ...] [--json out.json]
+
+--node-size N emulates nodes of N ranks (LARDER_NODE_SIZE; default: one node); --larder-env sets
+a Larder setting for the Larder side (repeatable; every other setting stays at its default).
 """
 import argparse
 import json
@@ -54,6 +58,11 @@ def run(args, tree, larder, scratch):
             os.makedirs(d)
         cmd += ["-genv", "LD_PRELOAD", args.preload]
         env.update(LARDER_PREFIX=tree, LARDER_SHM_DIR=shm, LARDER_DIR=local, LARDER_STATS=stats)
+        if args.node_size:
+            env["LARDER_NODE_SIZE"] = str(args.node_size)
+        for setting in args.larder_env:
+            name, _, value = setting.partition("=")
+            env[name] = value
     cmd += [args.treebench, "read", tree, "--share", "--passes", str(args.epochs), "--json", out]
     start = time.monotonic()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -73,6 +82,9 @@ def main():
     ap.add_argument("--root", required=True, help="where the datasets are generated (kept)")
     ap.add_argument("--files", default="20000,100000,300000,1280000")
     ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--node-size", type=int, default=0, help="LARDER_NODE_SIZE (0: one node)")
+    ap.add_argument("--larder-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a Larder setting for the Larder side (repeatable)")
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--json", help="write every figure here")
     args = ap.parse_args()
@@ -112,8 +124,11 @@ def main():
         log(f"{files} files: listing {plain['listing_seconds']:.1f} / "
             f"{larder['listing_seconds']:.1f} s, epochs {plain['slowest_seconds']} / "
             f"{larder['slowest_seconds']}")
-    print(f"{args.ranks} ranks of one node, {args.epochs} epochs, every Larder setting at its "
-          f"default; page cache dropped before each side: {'yes' if dropped else 'NO (not root)'}")
+    where = (f"{args.ranks} ranks on {args.ranks // args.node_size} emulated nodes"
+             if args.node_size else f"{args.ranks} ranks of one node")
+    settings = ", ".join(args.larder_env) if args.larder_env else "every Larder setting at its default"
+    print(f"{where}, {args.epochs} epochs, {settings}; page cache dropped before each side: "
+          f"{'yes' if dropped else 'NO (not root)'}")
     print()
     head = "| files | listing: plain / Larder |"
     rule = "|---|---|"

@@ -18,9 +18,10 @@ namespace larder {
 
 enum class TransportKind : std::uint8_t { kUcx, kMpi };
 // How the directory's operations reach a shard on another rank (docs/protocol.md, "Directory
-// operations as messages"): `rma`, one-sided UCX operations (atomics in the network adapter on
-// RDMA fabrics); `messages`, batched into one message per home per flush and applied by the home;
-// `auto`, rma where Larder's UCX has a hardware one-sided transport, else messages.
+// operations as messages", "The directory over MPI"): `rma`, one-sided UCX operations or MPI
+// windows (atomics in the network adapter on RDMA fabrics); `messages`, batched into one message
+// per home per flush and applied by the home; `auto`, with UCX rma where Larder's UCX has a
+// hardware one-sided transport, else messages; with the MPI transport messages.
 enum class DirectoryOps : std::uint8_t { kAuto, kRma, kMessages };
 // How a rank reads a chunk held on another node (docs/protocol.md, "Remote reads as messages"):
 // `rma`, a UCX get from the holder's registered memory; `messages`, a request message answered
@@ -43,7 +44,7 @@ struct Config {
   std::string local_dir = "/tmp";                 // LARDER_DIR: node-local directory (disk tier)
   std::string shm_dir = "/dev/shm";               // LARDER_SHM_DIR: where memory arenas live
   TransportKind transport = TransportKind::kUcx;  // LARDER_TRANSPORT
-  DirectoryOps directory_ops = DirectoryOps::kAuto;    // LARDER_DIRECTORY_OPS (UCX transport)
+  DirectoryOps directory_ops = DirectoryOps::kAuto;    // LARDER_DIRECTORY_OPS (both transports)
   RemoteReads remote_reads = RemoteReads::kAuto;       // LARDER_REMOTE_READS (UCX transport)
   std::string stats_path;                              // LARDER_STATS (empty: no JSON)
   log::Level log_level = log::Level::kWarn;            // LARDER_LOG

@@ -65,6 +65,12 @@ void ProgressThread::notify_activity() noexcept {
   // Called on every read: without a polled source nothing uses it, so no clock read either.
   if (evented_.load(std::memory_order_relaxed)) return;
   last_activity_ns_.store(now_ns(), std::memory_order_relaxed);
+  // A thread backed off towards the idle interval polls now (one write, only then): the answer
+  // to this rank's request is then received within the busy interval, not the idle one.
+  if (backed_off_.exchange(false, std::memory_order_acq_rel) && wake_fd_.valid()) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = sys::write(wake_fd_.get(), &one, sizeof one);
+  }
 }
 
 void ProgressThread::sleep(std::chrono::microseconds timeout) {
@@ -80,8 +86,14 @@ void ProgressThread::sleep(std::chrono::microseconds timeout) {
       static_cast<time_t>(secs.count()),
       static_cast<long>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(timeout - secs).count())};
-  if (::ppoll(fds.data(), fds.size(), &ts, nullptr) < 0 && errno != EINTR) {
+  const int ready = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
+  if (ready < 0 && errno != EINTR) {
     LARDER_LOG_LIMITED(kWarn, "ppoll in the progress thread failed: {}", log::errno_text(errno));
+  }
+  if (ready > 0 && wake_fd_.valid() && (fds.back().revents & POLLIN) != 0 &&
+      !stopping_.load(std::memory_order_acquire)) {
+    std::uint64_t count = 0;  // a wake-up by notify_activity: consumed (non-blocking)
+    [[maybe_unused]] const ssize_t n = sys::read(wake_fd_.get(), &count, sizeof count);
   }
 }
 
@@ -95,7 +107,9 @@ void ProgressThread::run() {
   // Timed polling costs CPU on every rank of the node (each wake-up is a context switch, the
   // ranks' threads share the cores): only a source without a descriptor (MPI) needs it.
   const bool evented = evented_.load(std::memory_order_relaxed);
-  auto interval = busy_interval_;
+  // Idle until there is activity: the first request of another rank waits at most the idle
+  // interval, and this rank's own (notify_activity) wakes the thread at once.
+  auto interval = idle_interval_;
   while (!stopping_.load(std::memory_order_acquire)) {
     bool worked = false;
     for (const ProgressSource& source : sources_) {
@@ -107,6 +121,9 @@ void ProgressThread::run() {
     }
     passes_.fetch_add(1, std::memory_order_relaxed);
     if (worked) {
+      // Requests keep arriving while other ranks are busy: a polled source stays eager for the
+      // activity window after the last one, as after this rank's own reads.
+      if (!evented) last_activity_ns_.store(now_ns(), std::memory_order_relaxed);
       interval = busy_interval_;
       continue;  // drain: UCX must be progressed until idle before it can be armed
     }
@@ -118,7 +135,9 @@ void ProgressThread::run() {
     const bool recent =
         now_ns() - last_activity_ns_.load(std::memory_order_relaxed) < kActivityWindowNs;
     interval = recent ? busy_interval_ : std::min(interval * 2, idle_interval_);
+    backed_off_.store(interval > busy_interval_, std::memory_order_release);
     sleep(interval);
+    backed_off_.store(false, std::memory_order_relaxed);
   }
 }
 

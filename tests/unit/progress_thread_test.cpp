@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "runtime/common/unique_fd.hpp"
 
@@ -45,6 +46,32 @@ struct EventSource {
   }
 };
 
+// A source without a descriptor, as MPI: it never has work, and counts how often it is polled.
+struct PolledSource {
+  std::mutex mu;
+  std::condition_variable changed;
+  int polls = 0;
+
+  ProgressSource source() {
+    ProgressSource s;
+    s.progress = [this] {
+      std::lock_guard lock(mu);
+      ++polls;
+      changed.notify_all();
+      return false;  // never any work: only the timeout (or a wake-up) brings the thread back
+    };
+    return s;
+  }
+  int count() {
+    std::lock_guard lock(mu);
+    return polls;
+  }
+  void wait_for(int n) {
+    std::unique_lock lock(mu);
+    changed.wait(lock, [&] { return polls >= n; });
+  }
+};
+
 TEST(ProgressThreadTest, SourcesWithDescriptorsAreServedWhenTheirEventFires) {
   EventSource a;
   EventSource b;
@@ -68,25 +95,28 @@ TEST(ProgressThreadTest, SourcesWithDescriptorsAreServedWhenTheirEventFires) {
 
 TEST(ProgressThreadTest, ASourceWithoutDescriptorIsPolled) {
   EventSource evented;
-  std::mutex mu;
-  std::condition_variable changed;
-  int polls = 0;
-  ProgressSource polled;
-  polled.progress = [&] {
-    std::lock_guard lock(mu);
-    ++polls;
-    changed.notify_all();
-    return false;  // never any work: only the timeout brings the thread back
-  };
+  PolledSource polled;
   ProgressThread t(microseconds(50), microseconds(1000));
   t.add(evented.source());
-  t.add(std::move(polled));
+  t.add(polled.source());
   EXPECT_FALSE(t.event_driven());
   t.start();
-  {
-    std::unique_lock lock(mu);
-    changed.wait(lock, [&] { return polls >= 5; });  // no event was ever signalled
-  }
+  polled.wait_for(5);  // no event was ever signalled
+  t.stop();
+}
+
+TEST(ProgressThreadTest, ActivityWakesAThreadThatBackedOffAndKeepsItPolling) {
+  PolledSource polled;
+  // An idle interval far beyond the test's life: without the wake-up the thread sleeps through
+  // it, and the test never ends.
+  ProgressThread t(microseconds(50), microseconds(3'600'000'000LL));
+  t.add(polled.source());
+  t.start();
+  while (!t.backed_off()) std::this_thread::yield();  // set before its idle sleep
+  const int before = polled.count();
+  t.notify_activity();  // this rank sent a request: its answer must be received soon
+  // The wake-up, then eager polling (the busy interval) for as long as the activity lasts.
+  polled.wait_for(before + 3);
   t.stop();
 }
 
