@@ -57,6 +57,38 @@ Status verdict(int first, const Status& local, const char* step) {
           "rank " + std::to_string(first) + " could not " + step + " larder"};
 }
 
+// The first rank of every node, ascending, on every rank: an MPI_Allgather among the nodes' first
+// ranks (`leader`), then an MPI_Bcast of the count and of the list on each node. Collective over
+// `comm` and `node_comm`; every rank takes every step, whatever failed before it.
+Result<std::vector<int>> node_starts(MPI_Comm comm, MPI_Comm node_comm, bool leader) {
+  Status first;
+  auto keep = [&first](Status st) {
+    if (first.ok() && !st.ok()) first = std::move(st);
+  };
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm leaders = MPI_COMM_NULL;
+  keep(mpi::from_mpi(MPI_Comm_split(comm, leader ? 0 : MPI_UNDEFINED, rank, &leaders),
+                     "MPI_Comm_split"));
+  std::vector<int> starts;
+  int count = 0;
+  if (leaders != MPI_COMM_NULL) {
+    MPI_Comm_size(leaders, &count);
+    starts.resize(static_cast<std::size_t>(count));
+    keep(mpi::from_mpi(MPI_Allgather(&rank, 1, MPI_INT, starts.data(), 1, MPI_INT, leaders),
+                       "MPI_Allgather"));
+    MPI_Comm_free(&leaders);
+  }
+  keep(mpi::from_mpi(MPI_Bcast(&count, 1, MPI_INT, 0, node_comm), "MPI_Bcast"));
+  starts.resize(static_cast<std::size_t>(std::max(count, 0)));
+  keep(mpi::from_mpi(MPI_Bcast(starts.data(), count, MPI_INT, 0, node_comm), "MPI_Bcast"));
+  if (!first.ok()) return first;
+  if (count <= 0 || !std::is_sorted(starts.begin(), starts.end()) || starts.front() != 0) {
+    return Status(Errc::kInternal, 0, "the nodes' first ranks are not a placement");
+  }
+  return starts;
+}
+
 }  // namespace
 
 Status MpiJob::agree(MPI_Comm comm, const Status& local) {
@@ -127,9 +159,10 @@ Result<Topology> MpiJob::place_ranks(MPI_Comm comm, MPI_Comm node_comm) {
   }
   const int ppn = sizes[0];
   const int nodes = sizes[3] + 1;  // if dealt round robin
-  // Whether every node is one block of ppn ranks (the last may be shorter), and whether every
-  // node holds the ranks r with r % nodes == its lowest rank, and only those.
-  int placed[2] = {
+  // Whether every node is one block of ppn ranks (the last may be shorter), whether every node
+  // holds the ranks r with r % nodes == its lowest rank, and only those, and whether every node's
+  // ranks are consecutive.
+  int placed[3] = {
       last - first + 1 == node_size && first % ppn == 0 && (node_size == ppn || last == t.size - 1)
           ? 1
           : 0,
@@ -137,8 +170,9 @@ Result<Topology> MpiJob::place_ranks(MPI_Comm comm, MPI_Comm node_comm) {
               node_size == (t.size - first + nodes - 1) / nodes &&
               last == first + (node_size - 1) * nodes
           ? 1
-          : 0};
-  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, placed, 2, MPI_INT, MPI_MIN, comm),
+          : 0,
+      last - first + 1 == node_size ? 1 : 0};
+  if (Status s = mpi::from_mpi(MPI_Allreduce(MPI_IN_PLACE, placed, 3, MPI_INT, MPI_MIN, comm),
                                "MPI_Allreduce");
       !s.ok()) {
     return s;
@@ -152,10 +186,19 @@ Result<Topology> MpiJob::place_ranks(MPI_Comm comm, MPI_Comm node_comm) {
     t.cyclic = nodes;
     return t;
   }
+  if (placed[2] == 1) {
+    // Consecutive ranks, nodes of different sizes: each node's first rank, gathered among the
+    // nodes' first ranks and passed on to their nodes (4 bytes a node to every rank).
+    auto starts = node_starts(comm, node_comm, t.rank == first);
+    if (Status s = agree(comm, starts.status()); !s.ok()) return s;
+    t.block = 0;
+    t.starts = std::move(*starts);
+    return t;
+  }
   if (t.rank == 0) {
     LARDER_LOG_INFO(
-        "ranks are placed on nodes neither in equal blocks nor round robin: every rank holds a "
-        "table of every rank's node ({} bytes)",
+        "ranks are placed on nodes neither in consecutive blocks nor round robin: every rank "
+        "holds a table of every rank's node ({} bytes)",
         4 * t.size);
   }
   std::vector<int> leaders(static_cast<std::size_t>(t.size));
@@ -212,6 +255,8 @@ Result<std::unique_ptr<MpiJob>> MpiJob::create(MPI_Comm parent, const Config& co
   if (config.node_size > 0) {
     t.block = config.node_size;
     t.cyclic = 0;
+    t.starts.clear();
+    t.starts.shrink_to_fit();
     t.table.clear();
     t.table.shrink_to_fit();
   }

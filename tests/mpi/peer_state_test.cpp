@@ -183,9 +183,11 @@ TEST(TopologyTest, RanksPlacedInBlocksHoldNothingPerRankOfTheJob) {
 }
 
 // Placements made with node communicators of the test's own (MPI_Comm_split by a colour): blocks
-// of 2 and 3, round robin over 2 and 3 nodes, one rank alone and the rest together. Blocks and
-// round robin hold nothing per rank; only the uneven one keeps the table. Every rank's node and
-// leader is what the split made.
+// of 2 and 3, round robin over 2 and 3 nodes, consecutive ranks on nodes of different sizes (one
+// rank alone and the rest together; one, then threes), and one rank alone amid the others. Blocks
+// and round robin hold nothing per rank; consecutive nodes of different sizes a first rank per
+// node; only the last keeps a table of every rank. Every rank's node and leader is what the split
+// made.
 TEST(TopologyTest, BlocksAndRoundRobinHoldNothingPerRankUnevenPlacementsATable) {
   int rank = 0;
   int size = 0;
@@ -194,14 +196,17 @@ TEST(TopologyTest, BlocksAndRoundRobinHoldNothingPerRankUnevenPlacementsATable) 
   struct Placement {
     const char* name;
     int (*colour)(int rank);
-    bool table;  // whether a table is expected
+    bool table;   // whether a table of every rank is expected
+    bool starts;  // whether a first rank per node is expected
   };
   const Placement placements[] = {
-      {"blocks of 2", [](int r) { return r / 2; }, false},
-      {"blocks of 3", [](int r) { return r / 3; }, false},
-      {"round robin over 2", [](int r) { return r % 2; }, false},
-      {"round robin over 3", [](int r) { return r % 3; }, false},
-      {"one alone, the rest together", [](int r) { return r == 0 ? 0 : 1; }, true},
+      {"blocks of 2", [](int r) { return r / 2; }, false, false},
+      {"blocks of 3", [](int r) { return r / 3; }, false, false},
+      {"round robin over 2", [](int r) { return r % 2; }, false, false},
+      {"round robin over 3", [](int r) { return r % 3; }, false, false},
+      {"one alone, the rest together", [](int r) { return r == 0 ? 0 : 1; }, false, true},
+      {"one, then threes", [](int r) { return r == 0 ? 0 : 1 + (r - 1) / 3; }, false, true},
+      {"rank 1 alone amid the others", [](int r) { return r == 1 ? 0 : 1; }, true, false},
   };
   for (const Placement& p : placements) {
     MPI_Comm node = MPI_COMM_NULL;
@@ -211,6 +216,11 @@ TEST(TopologyTest, BlocksAndRoundRobinHoldNothingPerRankUnevenPlacementsATable) 
     ASSERT_TRUE(placed.ok()) << placed.status().to_string();
     const Topology& t = *placed;
     EXPECT_EQ(t.bytes_per_job() > 0, p.table) << p.name;
+    EXPECT_EQ(t.bytes_per_node() > 0, p.starts) << p.name;
+    if (p.starts) {
+      EXPECT_EQ(t.bytes_per_node(), sizeof(int) * static_cast<std::size_t>(t.node_count()))
+          << p.name;
+    }
     if (std::string(p.name).starts_with("round robin")) {
       EXPECT_GT(t.cyclic, 0) << p.name;
     }
@@ -266,6 +276,24 @@ TEST(TopologyTest, BlocksWithAShorterLastNode) {
   EXPECT_EQ(cyclic.index_on_node(4), 2);
   EXPECT_TRUE(cyclic.same_node(0, 4));
   EXPECT_EQ(cyclic.bytes_per_job(), 0u);
+  Topology starts;  // consecutive ranks on nodes of 3, 1 and 2
+  starts.size = 6;
+  starts.block = 0;
+  starts.starts = {0, 3, 4};
+  EXPECT_EQ(starts.node_count(), 3);
+  EXPECT_EQ(starts.node_of(2), 0);
+  EXPECT_EQ(starts.node_of(3), 1);
+  EXPECT_EQ(starts.node_of(5), 2);
+  EXPECT_EQ(starts.leader_of(2), 4);
+  EXPECT_EQ(starts.leader_of(3), -1);
+  EXPECT_EQ(starts.ranks_on_node(0), 3);
+  EXPECT_EQ(starts.ranks_on_node(1), 1);
+  EXPECT_EQ(starts.ranks_on_node(2), 2);
+  EXPECT_EQ(starts.ranks_on_node(3), 0);
+  EXPECT_EQ(starts.index_on_node(5), 1);
+  EXPECT_FALSE(starts.same_node(2, 3));
+  EXPECT_EQ(starts.bytes_per_job(), 0u);
+  EXPECT_EQ(starts.bytes_per_node(), 3 * sizeof(int));
 }
 
 // This rank, the job's size and the ranks sharing this host's memory (freed at the end).
