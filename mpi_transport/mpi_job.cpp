@@ -604,6 +604,15 @@ Directory* MpiJob::directory() const noexcept {
   return impl_->directory.get();
 }
 
+const char* MpiJob::directory_ops() const noexcept {
+  if (impl_->message_shards) return "messages";
+  if (impl_->shards) return "rma";
+  if (impl_->ucx && impl_->ucx->shards() != nullptr) {
+    return dynamic_cast<const MessageShards*>(impl_->ucx->shards()) != nullptr ? "messages" : "rma";
+  }
+  return "none";
+}
+
 Transport* MpiJob::transport() const noexcept {
   if (impl_->ucx) return impl_->ucx.get();
   return impl_->rma.get();

@@ -85,6 +85,9 @@ class MpiJob {
   Status start(const Config& config, const LocalTiers& tiers, PeerLoad* load,
                const std::string& book_dir, int ucx_dead_peer = -1);
   Directory* directory() const noexcept;
+  // How the directory reaches other ranks' shards: "messages" (MessageShards, over UCX or MPI)
+  // or "rma" (UCX remote memory or MPI windows); "none" before start().
+  const char* directory_ops() const noexcept;
   Transport* transport() const noexcept;
   ProgressThread* progress() const noexcept;
   Messenger* messenger() const noexcept;

@@ -32,7 +32,9 @@ JobInfo Session::job_info(std::int64_t start_unix_ns, std::int64_t end_unix_ns) 
   job.start_unix_ns = start_unix_ns;
   job.duration_ns = std::max<std::int64_t>(end_unix_ns - start_unix_ns, 0);
   job.mpi = mpi_ ? MpiJob::library_version() : "none";
-  job.transport = !mpi_ ? "none" : config_.transport == TransportKind::kUcx ? "ucx" : "mpi";
+  // What ran, not what was asked: the UCX transport falls back to MPI when it cannot start.
+  job.transport = transport_view_ != nullptr ? transport_view_->name() : "none";
+  job.directory = mpi_ ? mpi_->directory_ops() : "none";
   job.version = std::string(larder_version());
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0) job.host = host;

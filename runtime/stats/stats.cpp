@@ -67,6 +67,7 @@ void write_detail(nlohmann::json& j, const JobDetail& d) {
          {"duration_ns", d.job.duration_ns},
          {"mpi", d.job.mpi},
          {"transport", d.job.transport},
+         {"directory", d.job.directory},
          {"version", d.job.version},
          {"host", d.job.host}};
   job["settings"] = nlohmann::json::object();

@@ -172,10 +172,11 @@ struct JobInfo {
   int ranks_per_node = 1;  // the most on one node
   std::int64_t start_unix_ns = 0;
   std::int64_t duration_ns = 0;
-  std::string mpi;                                            // the MPI library's version line
-  std::string transport;                                      // "ucx", "mpi" or "none"
-  std::string version;                                        // Larder's
-  std::string host;                                           // rank 0's
+  std::string mpi;        // the MPI library's version line
+  std::string transport;  // the data path that ran: "ucx", "mpi" or "none"
+  std::string directory;  // how the directory reached other ranks: "messages", "rma" or "none"
+  std::string version;    // Larder's
+  std::string host;       // rank 0's
   std::vector<std::pair<std::string, std::string>> settings;  // LARDER_* set in the environment
 };
 

@@ -62,6 +62,26 @@ TEST_F(TransportTest, RemoteReadsAtManySizesMatchDirectReads) {
   EXPECT_EQ(stats["transport"]["errors"], 0);
 }
 
+TEST_F(TransportTest, TheStatsNameTheDataPathAndTheDirectoryThatRan) {
+  set_env("LARDER_NODE_SIZE", "1");  // every rank its own node: reads cross the transport
+  make_file("named", 3 * chunk_size, 24);
+  init();
+  ASSERT_EQ(read_all(data("named"), chunk_size), read_whole(data("named")));
+  const auto stats = finalize();
+  const char* transport = std::getenv("LARDER_TRANSPORT");
+  const char* ops = std::getenv("LARDER_DIRECTORY_OPS");
+  const std::string asked = transport != nullptr ? transport : "ucx";
+  EXPECT_EQ(stats["job"]["transport"], asked);
+  const std::string directory = stats["job"]["directory"].get<std::string>();
+  if (ops != nullptr && std::string(ops) != "auto") {
+    EXPECT_EQ(directory, ops);
+  } else if (asked == "mpi") {
+    EXPECT_EQ(directory, "messages");  // `auto` with MPI: protocol.md, "The directory over MPI"
+  } else {
+    EXPECT_TRUE(directory == "messages" || directory == "rma") << directory;
+  }
+}
+
 TEST_F(TransportTest, AFailedPeerEndpointFallsBackToTheFileSystem) {
   // Every rank's endpoint to rank 0 is connected to a dead worker: all reads of chunks rank 0
   // owns must still return the right bytes, through direct reads.
