@@ -77,7 +77,7 @@ Result<std::vector<int>> node_starts(MPI_Comm comm, MPI_Comm node_comm, bool lea
     starts.resize(static_cast<std::size_t>(count));
     keep(mpi::from_mpi(MPI_Allgather(&rank, 1, MPI_INT, starts.data(), 1, MPI_INT, leaders),
                        "MPI_Allgather"));
-    MPI_Comm_free(&leaders);
+    keep(mpi::from_mpi(MPI_Comm_free(&leaders), "MPI_Comm_free"));
   }
   keep(mpi::from_mpi(MPI_Bcast(&count, 1, MPI_INT, 0, node_comm), "MPI_Bcast"));
   starts.resize(static_cast<std::size_t>(std::max(count, 0)));
