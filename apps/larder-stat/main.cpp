@@ -224,8 +224,11 @@ void print_one(const json& s) {
                            num(counter(s, "hits.tier.mem")), num(counter(s, "hits.tier.disk")));
   std::cout << fmt::format("metadata          {} answers from the cache, {} from the PFS\n",
                            num(counter(s, "meta.hits")), num(counter(s, "meta.misses")));
-  std::cout << fmt::format("loaded ahead      {} chunks loaded by an open, before any read\n",
-                           num(counter(s, "prefetches")));
+  std::cout << fmt::format(
+      "loaded ahead      {} chunks loaded before any read (an open, list-ahead); directories "
+      "resolved ahead: {} in the background, {} in the listing call\n",
+      num(counter(s, "prefetches")), num(counter(s, "list_ahead.background")),
+      num(counter(s, "list_ahead.inline")));
   std::cout << fmt::format("between nodes     {} in {} gets, {} errors; {} messages\n",
                            bytes(counter(s, "transport.bytes")), num(counter(s, "transport.gets")),
                            num(counter(s, "transport.errors")),

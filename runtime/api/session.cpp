@@ -450,6 +450,10 @@ bool Session::drain(std::chrono::milliseconds timeout, const std::function<void(
 Status Session::close(const std::function<void()>& before_drain) {
   if (closed_.exchange(true)) return {};
   leases_.fetch_or(kClosing, std::memory_order_acq_rel);  // no new lease from here on
+  // List-ahead's directories being resolved in the background finish while the directory is
+  // still up (what they claimed is published: other ranks may be waiting for it); those not
+  // started are dropped.
+  cache_->stop_background();
   cache_->begin_close();  // a read still in flight after the drain makes no MPI call
   if (before_drain) before_drain();
   // Only this thread calls MPI from here on: finalize may run inside MPI_Finalize (an

@@ -40,6 +40,9 @@ Cache::Cache(CacheParts parts)
     tiers_.set_make_room(
         [this](Tier tier, std::uint64_t length) { return make_room(tier, length); });
   }
+  if (config_.list_ahead > 0 && config_.list_ahead_dirs > 0) {
+    background_ = std::make_unique<Background>(config_.list_ahead_dirs, kListAheadQueue);
+  }
   // Node groups need a node table (one resolver per node asks for the node).
   group_size_ = node_ != nullptr ? config_.group_size(nodes_) : 0;
   tree_fanout_ = group_size_ > 0 ? std::max(1u, config_.fanout / 2) : config_.fanout;
@@ -55,6 +58,7 @@ Cache::Cache(CacheParts parts)
 }
 
 Cache::~Cache() {
+  stop_background();                               // its tasks use everything below
   if (kept_ != nullptr) tiers_.set_make_room({});  // the tiers outlive the cache
 }
 

@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/cache/background.hpp"
 #include "runtime/cache/listing.hpp"
 #include "runtime/cache/records.hpp"
 #include "runtime/config/config.hpp"
@@ -168,6 +169,13 @@ class Cache {
     if (transport_ != nullptr) transport_->begin_close();
   }
   bool closing() const noexcept { return closing_.load(std::memory_order_acquire); }
+  // Waits until the directories queued for list-ahead in the background are resolved (tests, and
+  // a caller that wants the counters of a listing's batch).
+  void settle_background();
+  // Before finalize (every rank, before begin_close): list-ahead takes no more directories; the
+  // ones queued are dropped (nothing of theirs is claimed yet) and the ones being resolved
+  // finish, so that everything this rank claimed is published while the others still listen.
+  void stop_background() noexcept;
 
   std::uint64_t chunk_size() const noexcept { return config_.chunk_size; }
 
@@ -289,6 +297,12 @@ class Cache {
   // list-ahead (cache_bulk.cpp)
   struct BulkItem;
   void list_ahead(const std::string& dir, const Listing& listing);
+  // list_ahead() on a background thread (LARDER_LIST_AHEAD_DIRS at once), or here when that is 0
+  // or the queue is full.
+  void list_ahead_soon(const std::string& dir, const std::shared_ptr<const Listing>& listing);
+  // Directories that wait for list-ahead's threads, at most (then the listing call resolves its
+  // directory itself: memory stays bounded, and a fast lister is slowed to the threads' rate).
+  static constexpr std::size_t kListAheadQueue = 64;
   void list_ahead_batch(const std::string& dir, std::span<const std::string> names);
   // Claims `item`'s key in the node table for this rank (false: already known, or another rank
   // of the node is resolving it).
@@ -493,6 +507,9 @@ class Cache {
     Payload payload{};
   };
   std::unordered_map<std::string, KnownListing> listings_;  // guarded by memo_mu_
+  // List-ahead's threads (null when LARDER_LIST_AHEAD_DIRS is 0). Stopped first in ~Cache, before
+  // anything its tasks use.
+  std::unique_ptr<Background> background_;
 };
 
 }  // namespace larder

@@ -371,6 +371,28 @@ bool looks_like_shared_object(std::string_view name) {
 
 }  // namespace
 
+void Cache::list_ahead_soon(const std::string& dir, const std::shared_ptr<const Listing>& listing) {
+  if (config_.list_ahead == 0 || listing == nullptr || listing->error != 0 || closing()) return;
+  // In the background: the listing call returns now, and the directories an application lists
+  // one after another (ImageFolder's classes, a walk) are resolved several at a time, so their
+  // PFS loads overlap across directories as well as within each batch.
+  if (background_ != nullptr && config_.list_ahead_dirs > 0 &&
+      background_->submit([this, dir, listing] { list_ahead(dir, *listing); })) {
+    stats_.add(Counter::list_ahead_background);
+    return;
+  }
+  stats_.add(Counter::list_ahead_inline);
+  list_ahead(dir, *listing);
+}
+
+void Cache::settle_background() {
+  if (background_ != nullptr) background_->settle();
+}
+
+void Cache::stop_background() noexcept {
+  if (background_ != nullptr) background_->stop();
+}
+
 void Cache::list_ahead(const std::string& dir, const Listing& listing) {
   if (config_.list_ahead == 0 || listing.error != 0 || closing()) return;
   const std::vector<std::string> all = listing.names();

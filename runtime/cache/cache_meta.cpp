@@ -274,7 +274,7 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
       // This rank resolved the listing for its node: it resolves the entries too.
       if (a.global) {
         note_answer(key, &path);
-        list_ahead(path, *listing);
+        list_ahead_soon(path, listing);
       }
       return listing;
     }

@@ -208,6 +208,14 @@ Result<Config> Config::parse(const Lookup& lookup) {
     }
     c.list_ahead = *n;
   }
+  if (auto v = get("LARDER_LIST_AHEAD_DIRS")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n > 64) {
+      return bad("LARDER_LIST_AHEAD_DIRS", *v,
+                 "an integer from 0 (in the listing call) to 64 (directories at once)");
+    }
+    c.list_ahead_dirs = *n;
+  }
   if (auto v = get("LARDER_LOAD_PARALLEL")) {
     auto n = parse_int<std::uint32_t>(*v);
     if (!n || *n == 0 || *n > 64) {

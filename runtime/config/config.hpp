@@ -70,6 +70,9 @@ struct Config {
   // files) a rank makes at a time, each on a thread of its own for the batch (1: one after another)
   std::uint32_t load_parallel = 8;
   std::uint32_t list_ahead = 4096;  // LARDER_LIST_AHEAD: entries of a listed directory resolved
+  // LARDER_LIST_AHEAD_DIRS: how many listed directories a rank resolves ahead at once, in the
+  // background, while the listing call returns (0: in the listing call, one after another)
+  std::uint32_t list_ahead_dirs = 4;
   std::uint64_t small_file = 256ull << 10;  // LARDER_SMALL_FILE: loaded whole with its stat
   // LARDER_KEEP: the name of the kept store this job's node-local data stays in after the job,
   // for the allocation's later steps (docs/architecture.md, "Kept stores"); empty: keep nothing.

@@ -38,6 +38,8 @@ namespace larder {
   X(hits_disk, "hits.tier.disk")                                    \
   X(misses, "misses")                                               \
   X(prefetches, "prefetches")                                       \
+  X(list_ahead_background, "list_ahead.background")                 \
+  X(list_ahead_inline, "list_ahead.inline")                         \
   X(fallbacks, "fallbacks")                                         \
   X(waits, "waits")                                                 \
   X(meta_hits, "meta.hits")                                         \

@@ -386,6 +386,8 @@ TEST(CacheTest, AListingResolvesItsEntriesAndLoadsItsSmallFilesAhead) {
   auto listing = h.cache->list(dir);
   ASSERT_TRUE(listing.ok());
   ASSERT_EQ((*listing)->error, 0);
+  h.cache->settle_background();  // list-ahead resolves the entries on a thread of its own
+  EXPECT_EQ(h.count(Counter::list_ahead_background), 1u);
   // The listing, the stat of each of its 5 entries, and the data of the 2 small files.
   EXPECT_EQ(h.count(Counter::pfs_list_ops), 1u);
   EXPECT_EQ(h.count(Counter::pfs_stat_ops), 5u);
@@ -428,6 +430,7 @@ TEST(CacheTest, ALargeDirectoryIsResolvedAheadInBatches) {
   for (int i = 0; i < 7; ++i) h.make_file("d/f" + std::to_string(i), 100 + i, i);
   auto listing = h.cache->list(dir);
   ASSERT_TRUE(listing.ok());
+  h.cache->settle_background();
   EXPECT_EQ(h.count(Counter::pfs_stat_ops), 7u);  // 4 batches: 2, 2, 2, 1
   EXPECT_EQ(h.count(Counter::pfs_read_ops), 7u);
   const std::string root = path::real_path_or_empty(h.data.path());
@@ -452,6 +455,7 @@ TEST(CacheTest, ListAheadLoadsSeveralSmallFilesAtATime) {
     ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
     for (int i = 0; i < 64; ++i) h.make_file("d/f" + std::to_string(i), 100 + i, i);
     ASSERT_TRUE(h.cache->list(dir).ok());
+    h.cache->settle_background();
     EXPECT_EQ(h.count(Counter::pfs_stat_ops), 64u) << parallel;
     EXPECT_EQ(h.count(Counter::pfs_read_ops), 64u) << parallel;
     EXPECT_EQ(h.count(Counter::prefetches), 64u) << parallel;
@@ -468,12 +472,75 @@ TEST(CacheTest, ListAheadLoadsSeveralSmallFilesAtATime) {
   }
 }
 
+// Directories listed one after another are resolved ahead at the same time
+// (LARDER_LIST_AHEAD_DIRS): with one load at a time per batch, the loads of four directories meet
+// in flight, and every answer and byte is what resolving them in the listing call gives. With 0,
+// each listing call resolves its own directory before it returns.
+TEST(CacheTest, ListAheadResolvesSeveralDirectoriesAtOnce) {
+  for (const std::uint32_t dirs : {4u, 0u}) {
+    CacheHarness h;
+    h.config.load_parallel = 1;
+    h.config.list_ahead_dirs = dirs;
+    if (dirs > 0) h.pfs.meet = 4;
+    const std::string root = path::real_path_or_empty(h.data.path());
+    for (int d = 0; d < 4; ++d) {
+      const std::string dir = "c" + std::to_string(d);
+      ASSERT_EQ(::mkdir((root + "/" + dir).c_str(), 0755), 0);
+      for (int i = 0; i < 8; ++i) h.make_file(dir + "/f" + std::to_string(i), 100 + i, d * 8 + i);
+    }
+    for (int d = 0; d < 4; ++d) ASSERT_TRUE(h.cache->list(root + "/c" + std::to_string(d)).ok());
+    if (dirs == 0) {  // resolved in the calls: nothing left to wait for
+      EXPECT_EQ(h.count(Counter::pfs_read_ops), 32u);
+      EXPECT_EQ(h.count(Counter::list_ahead_inline), 4u);
+      EXPECT_EQ(h.count(Counter::list_ahead_background), 0u);
+    }
+    h.cache->settle_background();
+    EXPECT_EQ(h.count(Counter::list_ahead_background), dirs > 0 ? 4u : 0u);
+    EXPECT_EQ(h.count(Counter::pfs_stat_ops), 32u) << dirs;
+    EXPECT_EQ(h.count(Counter::pfs_read_ops), 32u) << dirs;
+    EXPECT_EQ(h.count(Counter::prefetches), 32u) << dirs;
+    if (dirs > 0) {
+      EXPECT_GE(h.pfs.max_in_flight.load(), 4) << "the directories were resolved one at a time";
+    }
+    for (int d = 0; d < 4; ++d) {
+      for (int i = 0; i < 8; ++i) {
+        const std::string p = root + "/c" + std::to_string(d) + "/f" + std::to_string(i);
+        const CachedFile f = h.open(p);
+        EXPECT_EQ(h.read(f, 0, f.size), testing::read_whole(p)) << p;
+      }
+    }
+    EXPECT_EQ(h.count(Counter::pfs_stat_ops), 32u) << "every stat answered ahead";
+    EXPECT_EQ(h.count(Counter::pfs_read_ops), 32u) << "every file from a batch";
+  }
+}
+
+// A read that comes while its directory is being resolved in the background waits for the
+// batch's answer or resolves the file itself: either way the PFS serves each file once and the
+// bytes are the file's.
+TEST(CacheTest, ReadsDuringABackgroundListAheadGetTheRightBytesOnce) {
+  CacheHarness h;
+  const std::string root = path::real_path_or_empty(h.data.path());
+  ASSERT_EQ(::mkdir((root + "/d").c_str(), 0755), 0);
+  for (int i = 0; i < 200; ++i) h.make_file("d/f" + std::to_string(i), 300 + i, i);
+  ASSERT_TRUE(h.cache->list(root + "/d").ok());
+  for (int i = 199; i >= 0; --i) {  // from the end: some before their batch gets to them
+    const std::string p = root + "/d/f" + std::to_string(i);
+    const CachedFile f = h.open(p);
+    EXPECT_EQ(h.read(f, 0, f.size), testing::read_whole(p)) << p;
+  }
+  h.cache->settle_background();
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 200u);
+  EXPECT_EQ(h.count(Counter::pfs_stat_ops), 200u);
+  EXPECT_EQ(h.count(Counter::fallbacks), 0u);
+}
+
 TEST(CacheTest, ListAheadLoadsNoMoreThanTheArenaHolds) {
   CacheHarness h(2 * kChunk + 4096);  // room for the listing and two small files
   const std::string dir = path::real_path_or_empty(h.data.path()) + "/d";
   ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
   for (int i = 0; i < 4; ++i) h.make_file("d/f" + std::to_string(i), kChunk, i);
   ASSERT_TRUE(h.cache->list(dir).ok());
+  h.cache->settle_background();
   EXPECT_EQ(h.count(Counter::pfs_read_ops), 2u);
   const std::string root = path::real_path_or_empty(h.data.path());
   for (int i = 0; i < 4; ++i) {

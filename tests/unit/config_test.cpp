@@ -172,6 +172,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_REVALIDATE", "90000", "to 86400"},
                       BadCase{"LARDER_FANOUT", "0", "from 1 to 1024"},
                       BadCase{"LARDER_LIST_AHEAD", "-3", "from 0 (off)"},
+                      BadCase{"LARDER_LIST_AHEAD_DIRS", "65", "from 0 (in the listing call) to 64"},
+                      BadCase{"LARDER_LIST_AHEAD_DIRS", "many", "to 64 (directories at once)"},
                       BadCase{"LARDER_LOAD_PARALLEL", "0", "from 1 (one load at a time) to 64"},
                       BadCase{"LARDER_LOAD_PARALLEL", "65", "from 1 (one load at a time) to 64"},
                       BadCase{"LARDER_SMALL_FILE", "big", "K, M, G or T"},
