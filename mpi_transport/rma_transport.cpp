@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "mpi_transport/mpi_status.hpp"
+#include "runtime/common/content_hash.hpp"
 
 namespace larder::mpi {
 
@@ -30,7 +32,7 @@ Result<std::unique_ptr<RmaTransport>> RmaTransport::create(MPI_Comm comm, const 
   return t;
 }
 
-Status RmaTransport::issue(const GetOp& op, std::vector<MPI_Request>& requests,
+Status RmaTransport::issue(const GetOp& op, std::size_t piece, std::vector<MPI_Request>& requests,
                            std::vector<int>& flush_segments_of) {
   MPI_Win win = MPI_WIN_NULL;
   MPI_Aint base = 0;
@@ -46,10 +48,11 @@ Status RmaTransport::issue(const GetOp& op, std::vector<MPI_Request>& requests,
   } else {
     win = windows_[static_cast<int>(op.tier)].get();
   }
-  constexpr std::size_t kMaxPiece = 1u << 30;  // MPI counts are int
+  constexpr std::size_t kMaxCount = 1u << 30;  // MPI counts are int
+  piece = std::min(piece, kMaxCount);
   std::size_t done = 0;
   while (done < op.into.size()) {
-    const std::size_t n = std::min(kMaxPiece, op.into.size() - done);
+    const std::size_t n = std::min(piece, op.into.size() - done);
     const MPI_Aint disp = base + static_cast<MPI_Aint>(op.offset + done);
     if (op.tier == Tier::kFile) {
       // The dynamic window: a plain MPI_Get, completed by a flush of its owner after the batch
@@ -93,15 +96,22 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   // a little between tests: MPI_Win_flush would spin on the CPU for the whole round trip, and
   // where the target's MPI must answer the get in software (no RDMA: the target's progress
   // thread polls), the spinning readers of a node take the cores that thread needs.
+  // A get whose hash is wanted (GetOp::hashed) is issued in pieces (piece_of), and each piece is
+  // hashed as soon as it and the pieces before it have arrived, while later ones are in flight.
   std::vector<MPI_Request> requests;
-  std::vector<std::size_t> of;  // the op of each request
+  std::vector<std::size_t> of;                        // the op of each request
+  std::vector<std::size_t> first(ops.size() + 1, 0);  // ops[i]'s requests: [first[i], first[i+1])
   requests.reserve(ops.size());
   of.reserve(ops.size());
   std::vector<int> flush_segments_of;  // owners with gets on the dynamic window
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    out[i] = issue(ops[i], requests, flush_segments_of);
+    first[i] = requests.size();
+    const bool hash = ops[i].hashed != nullptr && ops[i].tier != Tier::kFile;
+    out[i] = issue(ops[i], hash ? piece_of(ops[i].into.size()) : ops[i].into.size(), requests,
+                   flush_segments_of);
     of.resize(requests.size(), i);
   }
+  first[ops.size()] = requests.size();
   for (int owner : flush_segments_of) {
     Status s = from_mpi(MPI_Win_flush(owner, segments_.get()), "MPI_Win_flush");
     if (s.ok()) continue;
@@ -109,6 +119,42 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
       if (ops[i].tier == Tier::kFile && ops[i].owner == owner && out[i].ok()) out[i] = s;
     }
   }
+  // The hashes: of each op whose pieces were all issued, its pieces in order as they arrive.
+  struct Hashing {
+    ContentHasher hasher;
+    std::size_t next = 0;  // the next request (piece) to hash
+    std::uint64_t at = 0;  // its offset in the op's bytes
+    std::uint64_t ns = 0;
+  };
+  std::vector<std::optional<Hashing>> hashing(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].hashed == nullptr) continue;
+    *ops[i].hashed = Hashed{};  // 0: the caller hashes (a segment, a failure, no memory)
+    if (ops[i].tier != Tier::kFile && out[i].ok() && first[i] < first[i + 1]) {
+      hashing[i].emplace();
+      hashing[i]->next = first[i];
+      if (!hashing[i]->hasher.valid()) hashing[i].reset();
+    }
+  }
+  const auto hash_arrived = [&](std::size_t i) {
+    Hashing& h = *hashing[i];
+    const std::uint64_t piece = piece_of(ops[i].into.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    while (h.next < first[i + 1] && requests[h.next] == MPI_REQUEST_NULL) {
+      const std::uint64_t n = std::min<std::uint64_t>(piece, ops[i].into.size() - h.at);
+      h.hasher.update(ops[i].into.subspan(h.at, n));
+      h.at += n;
+      ++h.next;
+    }
+    h.ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count());
+    if (h.next == first[i + 1]) {
+      *ops[i].hashed = Hashed{h.hasher.digest(), h.ns};
+      bytes_hashed_.fetch_add(ops[i].into.size(), std::memory_order_relaxed);
+      hashing[i].reset();
+    }
+  };
   std::vector<int> indices(requests.size());
   std::size_t left = requests.size();
   auto idle_since = std::chrono::steady_clock::now();
@@ -117,15 +163,23 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
     if (MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &completed, indices.data(),
                      MPI_STATUSES_IGNORE) != MPI_SUCCESS ||
         completed == MPI_UNDEFINED) {
-      // MPI could not test them: each is waited for on its own, so each gets its own outcome.
+      // MPI could not test them: each is waited for on its own, so each gets its own outcome
+      // (and the caller hashes what it wanted hashed).
       for (std::size_t r = 0; r < requests.size(); ++r) {
         if (requests[r] == MPI_REQUEST_NULL) continue;
         Status s = from_mpi(MPI_Wait(&requests[r], MPI_STATUS_IGNORE), "MPI_Wait");
         if (out[of[r]].ok() && !s.ok()) out[of[r]] = std::move(s);
       }
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        if (hashing[i]) *ops[i].hashed = Hashed{};
+      }
       return;
     }
     left -= static_cast<std::size_t>(completed);
+    for (int k = 0; k < completed; ++k) {
+      const std::size_t i = of[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
+      if (hashing[i]) hash_arrived(i);
+    }
     const auto now = std::chrono::steady_clock::now();
     if (completed > 0) {
       idle_since = now;

@@ -5,14 +5,16 @@
 //
 // Gets from the arenas are request-based (MPI_Rget) and waited for by testing, with short pauses
 // once nothing completes: a batch is one round trip, and a waiting reader leaves the cores to the
-// ranks whose MPI must answer the gets (get_many). Gets from segments are MPI_Get, flushed per
-// owner once the batch is issued.
+// ranks whose MPI must answer the gets (get_many). A get whose hash is wanted (GetOp::hashed) is
+// issued in pieces and hashed piece by piece as they arrive. Gets from segments are MPI_Get,
+// flushed per owner once the batch is issued (their hash is left to the caller).
 #ifndef LARDER_MPI_TRANSPORT_RMA_TRANSPORT_HPP_
 #define LARDER_MPI_TRANSPORT_RMA_TRANSPORT_HPP_
 
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -39,17 +41,23 @@ class RmaTransport final : public Transport {
   bool knows(int owner, std::uint32_t segment) override;
   Status learn(int owner, std::uint32_t segment, std::span<const std::byte> descriptor) override;
   Status close();  // collective
+  // Bytes hashed as they arrived, for gets that wanted their hash (GetOp::hashed; tests).
+  std::uint64_t bytes_hashed() const noexcept {
+    return bytes_hashed_.load(std::memory_order_relaxed);
+  }
 
  private:
   RmaTransport() = default;
-  // MPI_Rget of op's bytes (pieces of at most 1 GiB), the requests appended to `requests`; from
-  // the dynamic window (segments), MPI_Get, and op.owner added to `flush_segments_of`.
-  Status issue(const GetOp& op, std::vector<MPI_Request>& requests,
+  // MPI_Rget of op's bytes in pieces of at most `piece` bytes (and 1 GiB), the requests appended
+  // to `requests` in order; from the dynamic window (segments), MPI_Get, and op.owner added to
+  // `flush_segments_of`.
+  Status issue(const GetOp& op, std::size_t piece, std::vector<MPI_Request>& requests,
                std::vector<int>& flush_segments_of);
 
   // How long a wait tests its requests without pause, and the pause after that.
   static constexpr auto kSpin = std::chrono::microseconds(20);
   static constexpr auto kPause = std::chrono::microseconds(20);
+  std::atomic<std::uint64_t> bytes_hashed_{0};
   std::array<Window, kTierCount> windows_;
   std::mutex segments_mu_;
   Window segments_;  // dynamic; attach() under segments_mu_
