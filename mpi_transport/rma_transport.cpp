@@ -123,7 +123,6 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   struct Hashing {
     ContentHasher hasher;
     std::size_t next = 0;  // the next request (piece) to hash
-    std::uint64_t at = 0;  // its offset in the op's bytes
     std::uint64_t ns = 0;
   };
   std::vector<std::optional<Hashing>> hashing(ops.size());
@@ -141,9 +140,9 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
     const std::uint64_t piece = piece_of(ops[i].into.size());
     const auto t0 = std::chrono::steady_clock::now();
     while (h.next < first[i + 1] && requests[h.next] == MPI_REQUEST_NULL) {
-      const std::uint64_t n = std::min<std::uint64_t>(piece, ops[i].into.size() - h.at);
-      h.hasher.update(ops[i].into.subspan(h.at, n));
-      h.at += n;
+      const std::uint64_t at = (h.next - first[i]) * piece;  // request k of op i is piece k
+      h.hasher.update(
+          ops[i].into.subspan(at, std::min<std::uint64_t>(piece, ops[i].into.size() - at)));
       ++h.next;
     }
     h.ns += static_cast<std::uint64_t>(
