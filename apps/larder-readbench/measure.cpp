@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include <fmt/format.h>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -84,10 +85,21 @@ Sample measure_hits(const Plan& p, Locality locality) {
   // A remote reader's node keeps no copy (no memory budget): every read crosses the transport,
   // instead of the first copying each chunk into the node and the rest being node-local hits.
   const int reader = locality == Locality::kSelf ? 0 : 1;
-  if (locality == Locality::kRemote && rank == reader) {
+  if ((locality == Locality::kRemote && rank == reader) || p.disk) {
     ::setenv("LARDER_MEM", "0", 1);
   } else {
     ::unsetenv("LARDER_MEM");
+  }
+  if (p.disk) {
+    const std::string local = p.dir + "/local";
+    if (::mkdir(local.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw std::runtime_error("cannot create " + local + ": " + std::strerror(errno));
+    }
+    // Room for the file on every rank's share of the node's disk budget.
+    ::setenv("LARDER_DISK", std::to_string(4 * p.chunk * p.chunks).c_str(), 1);
+    ::setenv("LARDER_DIR", local.c_str(), 1);
+  } else {
+    ::unsetenv("LARDER_DISK");
   }
   ::setenv("LARDER_TRANSPORT", p.transport.c_str(), 1);
   ::setenv("LARDER_VERIFY", p.verify ? "on" : "off", 1);

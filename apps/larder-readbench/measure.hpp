@@ -26,6 +26,9 @@ struct Plan {
   std::uint64_t target = 0;  // bytes to read per measurement (at least one pass)
   std::string transport;     // ucx or mpi (for remote hits)
   bool verify = true;        // LARDER_VERIFY: content hashes checked where bytes enter a node
+  // The chunks live in the disk tier (LARDER_MEM=0, LARDER_DISK, LARDER_DIR=<dir>/local), not
+  // in memory: node-local hits then ask whether their pages are in memory (Cache::disk_checked).
+  bool disk = false;
 };
 
 // Collective (2+ ranks): rank 0 loads every chunk of a file, then the reader (rank 0 for self,

@@ -299,6 +299,13 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   if (!arena.ok() || rec.offset + offset_in_chunk + into.size() > (*arena)->capacity()) {
     return false;
   }
+  // A disk-tier chunk whose pages are not in memory would be read from the device now: the rank
+  // reads it instead, checked against its hash first (Cache::disk_checked).
+  const std::span<const std::byte> chunk((*arena)->data() + rec.offset, rec.length);
+  if (rec.tier == Tier::kDisk && rec.hash != 0 &&
+      (rec.offset + rec.length > (*arena)->capacity() || !pages_resident(chunk))) {
+    return false;
+  }
   std::memcpy(into.data(), (*arena)->data() + rec.offset + offset_in_chunk, into.size());
   stats().add(copied ? Counter::hits_remote : Counter::hits_node);
   stats().add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);

@@ -6,9 +6,11 @@
 #ifndef LARDER_RUNTIME_API_SEAMS_HPP_
 #define LARDER_RUNTIME_API_SEAMS_HPP_
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 
 #include "runtime/directory/directory.hpp"
 #include "runtime/pfs/file_system.hpp"
@@ -28,6 +30,9 @@ struct Seams {
   // The cache's wall clock in seconds (the age of answers, LARDER_REVALIDATE): tests move it
   // instead of waiting.
   std::function<std::int64_t()> clock;
+  // Whether the pages of these bytes are in memory (a disk-tier chunk is checked when they are
+  // not): tests answer "no" to have the disk tier read as if from the device.
+  std::function<bool(std::span<const std::byte>)> resident;
 };
 
 }  // namespace larder

@@ -234,6 +234,7 @@ void Session::build_node_table() {
 
 void Session::apply_seams(const Seams& seams) {
   clock_ = seams.clock;
+  resident_ = seams.resident;
   if (seams.file_system) pfs_ = seams.file_system(std::move(pfs_));
   if (seams.directory && directory_view_ != nullptr) {
     directory_seam_ = seams.directory(*directory_view_);
@@ -259,6 +260,7 @@ void Session::build_cache() {
   parts.load = load_.get();
   parts.topology = topology_;
   parts.clock = clock_;
+  parts.resident = resident_;
   parts.node_files_dir = node_files_dir_;
   parts.segments = segments_.get();
   parts.kept = kept_.get();

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 
 #include "runtime/api/file_service.hpp"
 #include "runtime/api/file_table.hpp"
@@ -133,9 +134,10 @@ class Session final : public FileService {
   std::unique_ptr<Directory> directory_seam_;
   std::unique_ptr<Transport> transport_seam_;
   std::function<std::int64_t()> clock_;  // Seams::clock (empty: the real clock)
-  std::string node_files_dir_;           // Cache::node_file's directory (empty: none)
-  std::string disk_files_dir_;           // kept disk-tier files linked as segments (empty: none)
-  std::string loader_root_;              // <node_files_dir_>/tree (empty: none)
+  std::function<bool(std::span<const std::byte>)> resident_;  // Seams::resident (empty: mincore)
+  std::string node_files_dir_;  // Cache::node_file's directory (empty: none)
+  std::string disk_files_dir_;  // kept disk-tier files linked as segments (empty: none)
+  std::string loader_root_;     // <node_files_dir_>/tree (empty: none)
   ProgressThread* progress_view_ = nullptr;  // owned by mpi_
   std::unique_ptr<Cache> cache_;
   FileTable files_;

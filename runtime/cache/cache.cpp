@@ -31,6 +31,7 @@ Cache::Cache(CacheParts parts)
       topology_(std::move(parts.topology)),
       nodes_(static_cast<std::uint64_t>(topology_.node_count())),
       clock_(std::move(parts.clock)),
+      resident_(std::move(parts.resident)),
       node_files_dir_(std::move(parts.node_files_dir)),
       segments_(parts.segments),
       objects_as_node_files_(parts.objects_as_node_files),
@@ -387,6 +388,8 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
   if (record.owner == topology_.rank || on_this_node(record.owner)) {
     const std::span<const std::byte> bytes = node_bytes(record);
     if (bytes.empty() && record.length > 0) return failed(FallbackCause::kTransport);
+    // A disk-tier chunk read from the device now is checked first (the PFS on a mismatch).
+    if (!disk_checked(record, bytes)) return failed(FallbackCause::kIntegrity);
     std::memcpy(into.data(), bytes.data() + offset_in_chunk, into.size());
     if (count_hit) {
       stats_.add(record.owner == topology_.rank ? Counter::hits_self : Counter::hits_node);

@@ -84,6 +84,9 @@ struct CacheParts {
   // Wall-clock seconds, for the age of answers (LARDER_REVALIDATE); null: CLOCK_REALTIME. Tests
   // pass their own clock and move it.
   std::function<std::int64_t()> clock;
+  // Whether the pages of `bytes` are in memory (null: pages_resident, mincore). Tests answer
+  // "no" to have a disk-tier chunk read as if from the device.
+  std::function<bool(std::span<const std::byte>)> resident;
   KeptStore* kept = nullptr;              // null: no kept store to adopt from
   const KeptPlace* kept_place = nullptr;  // null: this step keeps nothing
 };
@@ -402,6 +405,13 @@ class Cache {
   std::uint64_t hash_of(std::span<const std::byte> bytes);
   bool verified(std::span<const std::byte> bytes, std::uint64_t expected, int holder,
                 const char* hop, const Transport::Hashed* arrived = nullptr);
+  // Whether `bytes`, a chunk of this node's disk tier (`record`), may be served: yes when its
+  // pages are in memory and no check of the disk tier is under way on the node (and none has
+  // failed in this job); otherwise when they match the chunk's hash, loaded from the device now.
+  // Anything else (memory tier, LARDER_VERIFY=off, no hash) is not checked here.
+  bool disk_checked(const ChunkRecord& record, std::span<const std::byte> bytes);
+  // The node's words for disk_checked (in the node table, or this process's without one).
+  std::atomic<std::uint32_t>& disk_word(int i) noexcept;
   class ChunkContext {  // the chunk this thread is locating, for the warnings
    public:
     ChunkContext(const CachedFile& file, std::uint64_t index) noexcept;
@@ -479,6 +489,9 @@ class Cache {
   // so that no rank serves more than LARDER_FANOUT copies.
   std::uint32_t tree_fanout_ = 1;
   const std::function<std::int64_t()> clock_;
+  const std::function<bool(std::span<const std::byte>)> resident_;
+  // disk_checked's words when there is no node table: checks under way, and whether one failed.
+  std::atomic<std::uint32_t> disk_words_[2] = {};
   const std::string node_files_dir_;
   Segments* segments_;
   const bool objects_as_node_files_;

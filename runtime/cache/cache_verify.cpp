@@ -9,6 +9,8 @@
 #include "runtime/cache/cache.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
+#include "runtime/node/node_table.hpp"
+#include "runtime/tier/arena.hpp"
 
 namespace larder {
 
@@ -40,6 +42,11 @@ void populate(std::span<const std::byte> bytes) {
     return;  // advice refused: nothing lost but the time
   }
 }
+
+// disk_checked's node words: checks of disk-tier chunks under way on the node, and whether one
+// found a mismatch in this job.
+constexpr int kDiskChecking = 0;
+constexpr int kDiskSuspect = 1;
 
 }  // namespace
 
@@ -93,6 +100,34 @@ bool Cache::verified(std::span<const std::byte> bytes, std::uint64_t expected, i
                        bytes.size(), hop, holder, node);
   }
   return false;
+}
+
+std::atomic<std::uint32_t>& Cache::disk_word(int i) noexcept {
+  return node_ != nullptr ? node_->node_word(i) : disk_words_[i];
+}
+
+// The kernel loads a disk-tier chunk's pages from the device when they are not in memory: that
+// is the hop into the node's memory checked here. Pages in memory were checked when they came in
+// (or were written by the chunk's origin, which hashed them), as any node memory is trusted.
+//
+// The order closes the gap between a check and its verdict: a checker counts itself in before
+// it touches the pages, and a reader asks about the pages before it reads the count. A reader
+// that finds pages in memory because a check brought them in therefore sees that check (and
+// checks too), or sees its verdict: a failed check marks the node suspect for the rest of the
+// job, and every disk-tier chunk read on it is checked from then on (a device that changed one
+// chunk's bytes is not trusted with the others).
+bool Cache::disk_checked(const ChunkRecord& record, std::span<const std::byte> bytes) {
+  if (record.tier != Tier::kDisk || !config_.verify || record.hash == 0) return true;
+  std::atomic<std::uint32_t>& checking = disk_word(kDiskChecking);
+  std::atomic<std::uint32_t>& suspect = disk_word(kDiskSuspect);
+  const bool in_memory = resident_ ? resident_(bytes) : pages_resident(bytes);
+  if (in_memory && checking.load() == 0 && suspect.load() == 0) return true;
+  checking.fetch_add(1);
+  const bool good = verified(bytes, record.hash, record.owner, "the disk tier");
+  if (!good) suspect.store(1);
+  checking.fetch_sub(1);
+  if (!good) stats_.add(Counter::integrity_refetched);  // the caller reads the PFS instead
+  return good;
 }
 
 }  // namespace larder

@@ -142,6 +142,14 @@ int madvise(void* addr, std::size_t len, int advice) noexcept {
   return as<int>(rc);
 }
 
+int mincore(void* addr, std::size_t len, unsigned char* vec) noexcept {
+  long rc;
+  do {
+    rc = ::syscall(SYS_mincore, addr, len, vec);
+  } while (rc < 0 && errno == EAGAIN);
+  return as<int>(rc);
+}
+
 long getdents64(int fd, void* buf, std::size_t len) noexcept {
   return ::syscall(SYS_getdents64, fd, buf, len);
 }

@@ -42,6 +42,8 @@ void* mmap(void* addr, std::size_t len, int prot, int flags, int fd, off_t offse
 int munmap(void* addr, std::size_t len) noexcept;
 // Retries EINTR (MADV_POPULATE_* can be interrupted).
 int madvise(void* addr, std::size_t len, int advice) noexcept;
+// Which pages of [addr, addr + len) are in memory (addr page-aligned; vec: a byte per page).
+int mincore(void* addr, std::size_t len, unsigned char* vec) noexcept;
 // getdents64 into buf; returns the bytes filled, 0 at the end, or -1.
 long getdents64(int fd, void* buf, std::size_t len) noexcept;
 int access(const char* path, int mode) noexcept;

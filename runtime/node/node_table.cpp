@@ -34,7 +34,7 @@ struct NodeTable::Entry {
   std::atomic<std::int32_t> resolver;     // pid of the resolving process
   std::atomic<std::int64_t> resolved_ns;  // when the answer was published
   std::atomic<std::uint32_t> generation;
-  std::uint32_t reserved[11];
+  std::atomic<std::uint32_t> spare[11];  // level 0's first entry: the node words (node_word)
   std::atomic<std::uint64_t> payload[kWords];
 };
 static_assert(kPayloadSize % sizeof(std::uint64_t) == 0);
@@ -214,6 +214,11 @@ const NodeTable::Level* NodeTable::level(int l, bool create) const {
   owned_[l] = std::make_unique<Level>(*mapped);
   levels_[l].store(owned_[l].get(), std::memory_order_release);
   return owned_[l].get();
+}
+
+std::atomic<std::uint32_t>& NodeTable::node_word(int i) const noexcept {
+  static_assert(kNodeWords * sizeof(std::uint32_t) <= sizeof(Entry::spare));
+  return first_.table[0].spare[i];
 }
 
 NodeTable::Entry* NodeTable::entry_at(std::uint32_t slot) const noexcept {

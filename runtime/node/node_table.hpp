@@ -84,6 +84,12 @@ class NodeTable {
   int levels() const noexcept;
   const std::string& path() const noexcept { return path_; }
 
+  // Words the node's ranks share beside the answers, zero at creation: the spare words of level
+  // 0's first entry, which no entry uses. Word i < kNodeWords; the cache's disk-tier checks use
+  // them (Cache::disk_checked).
+  static constexpr int kNodeWords = 4;
+  std::atomic<std::uint32_t>& node_word(int i) const noexcept;
+
  private:
   struct Entry;
   struct Level {

@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "runtime/common/log.hpp"
@@ -193,6 +194,28 @@ Result<std::uint64_t> Arena::take(std::uint64_t length, bool back) {
     return st;
   }
   return start;
+}
+
+bool pages_resident(std::span<const std::byte> bytes) noexcept {
+  if (bytes.empty()) return true;
+  static const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  if (page == 0) return false;
+  const auto start = reinterpret_cast<std::uintptr_t>(bytes.data());
+  const std::uintptr_t first = start & ~(page - 1);
+  const std::uintptr_t end = start + bytes.size();
+  // A byte per page, asked for in windows of 1,024 pages (4 MiB): one call for a chunk of 4 MiB.
+  constexpr std::size_t kWindow = 1024;
+  unsigned char vec[kWindow];
+  for (std::uintptr_t at = first; at < end; at += kWindow * page) {
+    const std::uintptr_t len = std::min<std::uintptr_t>(end - at, kWindow * page);
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): a page-aligned address inside `bytes`' mapping
+    if (sys::mincore(reinterpret_cast<void*>(at), len, vec) != 0) return false;
+    const std::size_t pages = (len + page - 1) / page;
+    for (std::size_t i = 0; i < pages; ++i) {
+      if ((vec[i] & 1u) == 0) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace larder

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "runtime/common/status.hpp"
@@ -90,6 +91,11 @@ class Arena {
   std::atomic<bool> full_{false};        // relaxed: a hint to stop trying
   std::atomic<bool> populate_{true};  // relaxed: false once the kernel refused MADV_POPULATE_WRITE
 };
+
+// Whether every page under `bytes` (inside a mapping) is in memory now (mincore): false when
+// one is not, or when the kernel cannot say. A disk-tier chunk whose pages are not all in memory
+// is about to be read from the device, and is checked first (Cache::disk_checked).
+bool pages_resident(std::span<const std::byte> bytes) noexcept;
 
 }  // namespace larder
 

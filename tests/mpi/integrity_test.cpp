@@ -2,7 +2,13 @@
 // against the content hash the chunk's record carries, and a copy that does not match never
 // reaches the application. The faults are a transport seam that changes bytes in flight from
 // one rank (a bad holder, for every chunk or for one), on 4 emulated nodes of one rank each.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <larder/larder.hpp>
 
 #include "runtime/common/content_hash.hpp"
@@ -74,6 +80,16 @@ std::vector<std::byte> read_in_pieces(const std::string& path, std::size_t piece
     EXPECT_EQ(f.read_at(std::span(out).subspan(off, n), off), n);
   }
   return out;
+}
+
+// The residency seam: whether a disk-tier chunk's pages are in memory (true: as the kernel says
+// of pages just written; false: as if they had been evicted and come from the device now).
+std::atomic<bool> g_resident{true};
+
+Seams residency() {
+  Seams seams;
+  seams.resident = [](std::span<const std::byte>) { return g_resident.load(); };
+  return seams;
 }
 
 std::uint64_t u64(const nlohmann::json& j) {
@@ -176,6 +192,108 @@ TEST_F(IntegrityTest, ARemoteReadIntoTheCallersBufferIsChecked) {
   std::uint64_t by_cause = 0;
   for (const auto& [cause, n] : stats["fallback_causes"].items()) by_cause += u64(n);
   EXPECT_EQ(by_cause, u64(stats["fallbacks"]));
+}
+
+// All ranks on one node, with no memory tier: rank 0 reads the file first, so every chunk is in
+// its disk-tier arena, and the others read it from there.
+class DiskTierTest : public IntegrityTest {
+ protected:
+  static constexpr std::uint64_t kChunks = 6;
+  void SetUp() override {
+    IntegrityTest::SetUp();
+    local_ = std::filesystem::path(data("x")).parent_path().parent_path() / "local";
+    if (rank() == 0) std::filesystem::create_directory(local_);
+    set_env("LARDER_NODE_SIZE", std::to_string(size()));
+    set_env("LARDER_MEM", "0");
+    set_env("LARDER_DISK", "64M");
+    set_env("LARDER_DIR", local_.string());
+    g_resident = true;
+    seams_ = std::make_unique<ScopedSeams>(residency());
+  }
+  void TearDown() override {
+    IntegrityTest::TearDown();
+    seams_.reset();
+    g_resident = true;
+  }
+  // Starts Larder and has rank 0 read a new file `name`: every chunk is then in rank 0's disk
+  // tier. Returns the file's bytes, read directly.
+  std::vector<std::byte> cached_on_disk(const std::string& name, std::uint64_t seed) {
+    make_file(name, kChunks * chunk_size, seed);
+    init();
+    auto direct = read_whole(data(name));
+    if (rank() == 0) {
+      EXPECT_EQ(read_in_pieces(data(name), 100'000), direct);  // the origin
+    }
+    barrier();
+    return direct;
+  }
+  // Changes a byte in every chunk of rank 0's disk-tier arena, as a device that went bad would.
+  void spoil_disk_arena() {
+    if (rank() == 0) {
+      std::filesystem::path arena;
+      for (const auto& e : std::filesystem::recursive_directory_iterator(local_)) {
+        if (e.path().filename() == "arena-0.disk") arena = e.path();
+      }
+      ASSERT_FALSE(arena.empty()) << "no disk-tier arena of rank 0 under " << local_;
+      const int fd = ::open(arena.c_str(), O_RDWR | O_CLOEXEC);
+      ASSERT_GE(fd, 0);
+      // Chunks start at page boundaries: a byte every half chunk is in every chunk.
+      for (std::uint64_t at = 7; at < kChunks * chunk_size; at += chunk_size / 2) {
+        unsigned char b = 0;
+        ASSERT_EQ(::pread(fd, &b, 1, static_cast<off_t>(at)), 1);
+        b ^= 0x5A;
+        ASSERT_EQ(::pwrite(fd, &b, 1, static_cast<off_t>(at)), 1);
+      }
+      ::close(fd);
+    }
+    barrier();
+  }
+  std::filesystem::path local_;
+  std::unique_ptr<ScopedSeams> seams_;
+};
+
+TEST_F(DiskTierTest, ChunksInMemoryAreNotCheckedAgain) {
+  const auto direct = cached_on_disk("disk", 76);
+  const auto got = read_in_turn(data("disk"));
+  EXPECT_EQ(got, direct) << "rank " << rank();
+  const auto stats = finalize();
+  EXPECT_GT(u64(stats["hits"]["tier"]["disk"]), 0U);
+  EXPECT_EQ(stats["integrity"]["checked"], 0);  // hashed once, on the PFS read
+  EXPECT_EQ(stats["pfs"]["read_ops"], kChunks);
+}
+
+TEST_F(DiskTierTest, ChunksReadFromTheDeviceAreCheckedAndBadOnesNeverServed) {
+  const auto direct = cached_on_disk("disk", 77);
+  spoil_disk_arena();
+  g_resident = false;  // the spoiled pages come from the device
+  const auto got = read_in_turn(data("disk"));
+  EXPECT_EQ(got, direct) << "rank " << rank();
+  const auto stats = finalize();
+  // Every rank found every chunk bad and read it from the PFS: never the spoiled bytes.
+  const auto reads = static_cast<std::uint64_t>(size()) * kChunks;
+  EXPECT_GE(u64(stats["integrity"]["mismatches"]), reads);
+  EXPECT_EQ(stats["integrity"]["mismatches"], stats["integrity"]["refetched"]);
+  EXPECT_GE(u64(stats["fallback_causes"]["integrity"]), reads);
+}
+
+TEST_F(DiskTierTest, AfterAMismatchChunksInMemoryAreCheckedToo) {
+  // One chunk from the device is bad: the node's disk tier is suspect from then on, and the
+  // chunks whose pages are in memory are checked as well (and found good).
+  const auto direct = cached_on_disk("disk", 78);
+  spoil_disk_arena();
+  if (rank() == 0) {
+    g_resident = false;
+    std::vector<std::byte> first(100);
+    File f(data("disk"));
+    EXPECT_EQ(f.read_at(first, 0), first.size());
+    EXPECT_TRUE(std::equal(first.begin(), first.end(), direct.begin()));
+    g_resident = true;
+  }
+  barrier();
+  const auto got = read_in_turn(data("disk"));
+  EXPECT_EQ(got, direct) << "rank " << rank();
+  const auto stats = finalize();
+  EXPECT_GE(u64(stats["integrity"]["mismatches"]), static_cast<std::uint64_t>(size()) * kChunks);
 }
 
 TEST_F(IntegrityTest, WithVerifyOffNothingIsHashed) {

@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "runtime/common/unique_fd.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -51,6 +52,31 @@ TEST(ArenaTest, FileIsPrivateAndPeersSeeTheBytes) {
   EXPECT_FALSE((*peer)->writable());
   EXPECT_EQ(std::memcmp((*peer)->data() + *off, "hello", 5), 0);
   EXPECT_FALSE((*peer)->allocate(5).ok());
+}
+
+TEST(ArenaTest, PagesResidentSaysWhetherTheKernelWouldReadTheDevice) {
+  // A disk-tier chunk is checked when its pages are not in memory (Cache::disk_checked). A file
+  // written, synced and dropped from the page cache is not; once read through, it is.
+  testing::TempDir dir;
+  constexpr std::size_t kBytes = 9 << 20;  // more than one mincore window (4 MiB)
+  const std::string path = dir / "device";
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  ASSERT_TRUE(fd.valid());
+  std::vector<char> bytes(kBytes, 'x');
+  ASSERT_EQ(::pwrite(fd.get(), bytes.data(), kBytes, 0), static_cast<ssize_t>(kBytes));
+  ASSERT_EQ(::fdatasync(fd.get()), 0);
+  ASSERT_EQ(::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED), 0);
+  void* p = ::mmap(nullptr, kBytes, PROT_READ, MAP_SHARED, fd.get(), 0);
+  ASSERT_NE(p, MAP_FAILED);
+  const auto* base = static_cast<const std::byte*>(p);
+  // Not page-aligned, ending inside a page: the pages under it are asked about.
+  const std::span<const std::byte> chunk(base + 100, kBytes - 200);
+  EXPECT_FALSE(pages_resident(chunk));
+  volatile std::byte sink{};
+  for (std::size_t i = 0; i < kBytes; i += 4096) sink = sink ^ base[i];
+  EXPECT_TRUE(pages_resident(chunk));
+  EXPECT_TRUE(pages_resident({}));
+  ::munmap(p, kBytes);
 }
 
 TEST(ArenaTest, CreateRefusesAnExistingFile) {
