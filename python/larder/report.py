@@ -147,6 +147,7 @@ DETAIL_GROUPS = (
         ("kept.bytes_dropped_unfinished", "kept bytes dropped: their writer did not finish"),
         ("kept.answers_adopted", "stat answers and listings an earlier step kept, used"),
         ("kept.answers_kept", "stat answers and listings left for later steps"),
+        ("kept.paths_checked_ahead", "kept path answers checked against the PFS at the start"),
     )),
     ("Integrity", (
         ("integrity.checked", "chunks checked against their content hash"),

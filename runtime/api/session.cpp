@@ -340,6 +340,8 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
       (void)mpi.close();
       return st;
     }
+    // The paths the nodes kept answers for, checked against the PFS in the background.
+    s->cache_->check_kept_paths_soon();
   }
   if (rank == 0) {
     LARDER_LOG_INFO("started over {} ranks on {} nodes: memory {} per node, chunk {}, transport {}",

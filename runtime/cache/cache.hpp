@@ -196,6 +196,13 @@ class Cache {
   // paths when every chunk of their version is in the kept table and the PFS has nothing at
   // their path; their kept files are marked used (never evicted in this step). Returns how many.
   std::uint64_t publish_kept_produced();
+  // At the step's start (after the kept chunks are published), when answers are checked
+  // (LARDER_REVALIDATE not 0) and list-ahead is on: this rank's share of the path answers its
+  // node kept, checked against the PFS in the background, in batches of LARDER_LIST_AHEAD as
+  // list-ahead resolves a directory's entries (each path once for the job: claimed in the
+  // directory). The step's lookups then find fresh answers on the node instead of asking the
+  // PFS one at a time. Returns how many paths were queued.
+  std::uint64_t check_kept_paths_soon();
 
  private:
   // What resolving a key gave: a payload to use and remember (kCached), a payload for this call
@@ -445,10 +452,15 @@ class Cache {
                       ChunkRecord* out);
   // A node file an earlier step kept whole becomes this step's node file `name` in place.
   bool kept_node_file(const CachedFile& file, const std::string& name);
-  // Stat answers and listings (cache_kept.cpp): note_answer marks `key` as an answer this rank
-  // resolved for its node (a listing's with its path), kept at the step's end with its bytes;
-  // kept_answer gives a kept answer's bytes (payload, then a listing's blob), checked.
-  void note_answer(const Key& key, const std::string* listing = nullptr);
+  // Stat answers and listings (cache_kept.cpp): note_path and note_listing mark `key` as an
+  // answer this rank resolved for its node (with its path), kept at the step's end with its
+  // bytes; kept_answer gives a kept answer's bytes (payload, then a listing's records or a path
+  // answer's path: kKeptPath or kKeptLinkPath, then the path), checked.
+  static constexpr char kKeptPath = 'p';
+  static constexpr char kKeptLinkPath = 'l';
+  void note_path(const Key& key, const std::string& path, bool link);
+  void note_listing(const Key& key, const std::string& path);
+  void check_kept_paths(const std::vector<std::pair<std::string, bool>>& paths);
   bool kept_answer(const Key& key, std::vector<std::byte>* bytes);
   void collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecord>* records);
   // A kept path answer this step may use as it is (LARDER_REVALIDATE=0), or a kept listing it
@@ -506,8 +518,9 @@ class Cache {
   std::unordered_map<std::uint32_t, std::uint32_t> kept_uses_;  // guarded by kept_mu_ (no table)
   std::vector<KeptRecord> placed_;      // guarded by kept_mu_: what this rank placed, to keep
   std::vector<KeptProduced> produced_;  // guarded by kept_mu_: produced in local mode, to keep
-  // Guarded by kept_mu_: see note_answer(). Sets, so a renewed answer is noted once.
-  std::unordered_set<Key, KeyHash> noted_answers_;
+  // Guarded by kept_mu_: see note_path(). Maps, so a renewed answer is noted once: a path
+  // answer's path after its kind (kKeptPath, kKeptLinkPath), a listing's directory.
+  std::unordered_map<Key, std::string, KeyHash> noted_answers_;
   std::unordered_map<Key, std::string, KeyHash> noted_listings_;
 
   // Answers this rank has seen, node-local form. Entries are immutable for the job, so

@@ -19,7 +19,8 @@ namespace larder {
 struct Cache::BulkItem {
   Key key;
   std::string path;
-  FileId file;  // chunks: the file's identity, size and version
+  bool link = false;  // a path answer: lstat (kLinkPath), not stat
+  FileId file;        // chunks: the file's identity, size and version
   std::uint64_t size = 0;
   std::uint64_t version = 0;
   bool node_claimed = false;  // this rank holds the key's node-table entry
@@ -404,6 +405,27 @@ void Cache::list_ahead(const std::string& dir, const Listing& listing) {
   }
 }
 
+void Cache::check_kept_paths(const std::vector<std::pair<std::string, bool>>& paths) {
+  // As list-ahead's first phase: claimed on the node and in the directory, stat'ed several at
+  // a time, published together. A path another rank of the job has claimed is not asked again.
+  std::vector<BulkItem> items;
+  for (const auto& [path, link] : paths) {
+    if (closing()) return;
+    BulkItem it;
+    it.path = path;
+    it.link = link;
+    it.key = path_key(link ? KeyKind::kLinkPath : KeyKind::kPath, path);
+    if (claim_on_node(it)) items.push_back(std::move(it));
+  }
+  resolve_bulk(
+      items, kClaimIt, [&](const BulkItem& it) { return load_path(it.path, it.link); },
+      [](std::vector<BulkItem>&, const std::vector<std::size_t>&) {}, nullptr);
+  for (const BulkItem& it : items) {
+    if (it.answer.kind == Answer::Kind::kCached) note_path(it.key, it.path, it.link);
+  }
+  stats_.add(Counter::kept_paths_checked_ahead, items.size());
+}
+
 void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string> names) {
   if (names.empty()) return;
   // Phase 1: the stat answers of the entries.
@@ -418,7 +440,7 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
       paths, kClaimIt, [&](const BulkItem& it) { return load_path(it.path, false); },
       [](std::vector<BulkItem>&, const std::vector<std::size_t>&) {}, nullptr);
   for (const BulkItem& it : paths) {
-    if (it.answer.kind == Answer::Kind::kCached) note_answer(it.key);  // resolved for the node
+    if (it.answer.kind == Answer::Kind::kCached) note_path(it.key, it.path, false);  // for the node
   }
   // Phase 2: the data of its small files (one chunk at most), known by their stat answers.
   const std::uint64_t small = std::min(config_.small_file, config_.chunk_size);

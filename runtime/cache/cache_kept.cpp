@@ -340,18 +340,22 @@ Result<std::uint64_t> Cache::keep_step(const std::string& job) {
 
 // ---- stat answers and listings ---------------------------------------------------------------
 
-void Cache::note_answer(const Key& key, const std::string* listing) {
+void Cache::note_path(const Key& key, const std::string& path, bool link) {
+  if (kept_place_ == nullptr) return;
+  std::string tagged(1, link ? kKeptLinkPath : kKeptPath);
+  tagged += path;
+  std::lock_guard lock(kept_mu_);
+  noted_answers_.emplace(key, std::move(tagged));
+}
+
+void Cache::note_listing(const Key& key, const std::string& path) {
   if (kept_place_ == nullptr) return;
   std::lock_guard lock(kept_mu_);
-  if (listing != nullptr) {
-    noted_listings_.emplace(key, *listing);
-  } else {
-    noted_answers_.insert(key);
-  }
+  noted_listings_.emplace(key, path);
 }
 
 void Cache::collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecord>* records) {
-  std::unordered_set<Key, KeyHash> paths;
+  std::unordered_map<Key, std::string, KeyHash> paths;
   std::unordered_map<Key, std::string, KeyHash> listings;
   {
     std::lock_guard lock(kept_mu_);
@@ -371,12 +375,13 @@ void Cache::collect_answers(std::vector<std::byte>* bytes, std::vector<KeptRecor
     r.hash = config_.verify ? content_hash(bytes->data() + r.offset, r.length) : 0;
     records->push_back(r);
   };
-  for (const Key& key : paths) {
+  for (const auto& [key, tagged] : paths) {
     Payload payload;
     if (!known_answer(key, &payload)) continue;
     const auto rec = unpack<PathRecord>(payload);
     if (rec.produced() || rec.local_only()) continue;  // produced files are kept their own way
-    add(key, payload, {});
+    // With its path, so that the next step can check it ahead (check_kept_paths_soon).
+    add(key, payload, std::as_bytes(std::span(tagged)));
   }
   for (const auto& [key, path] : listings) {
     Payload payload;
@@ -427,7 +432,7 @@ bool Cache::kept_path_answer(const std::string& path, bool link, Loaded* out) {
   if (kept_ == nullptr || config_.revalidate.count() != 0) return false;
   std::vector<std::byte> bytes;
   if (!kept_answer(path_key(link ? KeyKind::kLinkPath : KeyKind::kPath, path), &bytes) ||
-      bytes.size() != kPayloadSize) {
+      bytes.size() < kPayloadSize) {
     return false;
   }
   Payload payload;
@@ -437,6 +442,57 @@ bool Cache::kept_path_answer(const std::string& path, bool link, Loaded* out) {
   out->answer.payload = payload;
   stats_.add(Counter::kept_answers_adopted);
   return true;
+}
+
+std::uint64_t Cache::check_kept_paths_soon() {
+  // Answers used as they are (LARDER_REVALIDATE=0) need no check; without list-ahead's threads
+  // the step checks each path when it first uses it, as before.
+  if (kept_ == nullptr || config_.revalidate.count() == 0 || config_.list_ahead == 0 ||
+      background_ == nullptr || closing()) {
+    return 0;
+  }
+  // The node's ranks share its kept answers: record i goes to the node's rank i mod (ranks on
+  // the node). Other nodes kept most of the same paths: the directory has each checked once.
+  const auto ranks =
+      static_cast<std::size_t>(std::max(1, topology_.ranks_on_node(topology_.node())));
+  const auto mine = static_cast<std::size_t>(topology_.index_on_node(topology_.rank));
+  const std::span<const KeptRecord> records = kept_->records();
+  std::uint64_t queued = 0;
+  auto batch = std::make_shared<std::vector<std::pair<std::string, bool>>>();
+  auto submit = [&] {
+    if (batch->empty()) return true;
+    const std::size_t n = batch->size();
+    if (!background_->submit([this, batch] { check_kept_paths(*batch); })) return false;
+    queued += n;
+    batch = std::make_shared<std::vector<std::pair<std::string, bool>>>();
+    return true;
+  };
+  std::vector<std::byte> bytes;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const KeptRecord& r = records[i];
+    if (i % ranks != mine || r.word == 0 || (r.flags & KeptRecord::kAnswer) == 0 ||
+        r.length <= kPayloadSize + 1) {
+      continue;
+    }
+    if (!kept_->read_answer(r, &bytes) || bytes.size() <= kPayloadSize + 1) continue;
+    const auto kind = static_cast<char>(bytes[kPayloadSize]);
+    if (kind != kKeptPath && kind != kKeptLinkPath) continue;  // a listing
+    // The path only chooses what is asked: the answer is the PFS's, under the path's own key.
+    std::string path(reinterpret_cast<const char*>(bytes.data()) + kPayloadSize + 1,
+                     bytes.size() - kPayloadSize - 1);
+    const bool link = kind == kKeptLinkPath;
+    if (path.empty() || path.front() != '/' ||
+        path_key(link ? KeyKind::kLinkPath : KeyKind::kPath, path) !=
+            Key{r.word, r.check, r.home}) {
+      continue;  // not the path the record was kept under: left to the step's own lookups
+    }
+    batch->emplace_back(std::move(path), link);
+    // A full queue: the rest are checked at their first use.
+    if (batch->size() >= config_.list_ahead && !submit()) return queued;
+  }
+  submit();
+  if (queued > 0) LARDER_LOG_INFO("checking {} kept path answers ahead", queued);
+  return queued;
 }
 
 bool Cache::kept_listing(const std::string& path, Loaded* out) {

@@ -106,7 +106,7 @@ Result<PathRecord> Cache::lookup_key(const std::string& path, const Key& key, bo
     if (l.publish && !closing()) memo_put(key, a.payload);
     if (l.publish) a.kind = Answer::Kind::kCached;
   }
-  if (a.kind == Answer::Kind::kCached && a.global) note_answer(key);  // resolved for the node
+  if (a.kind == Answer::Kind::kCached && a.global) note_path(key, path, link);  // for the node
   switch (a.kind) {
     case Answer::Kind::kCached:
       if (a.fresh) return unpack<PathRecord>(a.payload);
@@ -152,7 +152,7 @@ PathRecord Cache::revalidated(const std::string& path, const Key& key, bool link
   if (renewal.outcome == NodeTable::Found::Outcome::kClaimed) node_->publish(renewal.slot, answer);
   memo_put(key, answer);
   if (renewal.outcome == NodeTable::Found::Outcome::kClaimed || node_ == nullptr) {
-    note_answer(key);
+    note_path(key, path, link);
   }
   return result;
 }
@@ -208,7 +208,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
       [](const Payload& p, const Tree&) { return as_is(p); }, nullptr, nodes_);
   if (a.kind == Answer::Kind::kCached) {
     node_->publish(np.slot, a.payload);
-    note_answer(pkey);
+    note_path(pkey, path, false);
   } else {
     node_->fail(np.slot);
   }
@@ -273,7 +273,7 @@ Result<std::shared_ptr<const Listing>> Cache::list(const std::string& path) {
       auto listing = fetch_listing(path, a.payload);
       // This rank resolved the listing for its node: it resolves the entries too.
       if (a.global) {
-        note_answer(key, &path);
+        note_listing(key, path);
         list_ahead_soon(path, listing);
       }
       return listing;
@@ -308,7 +308,7 @@ std::shared_ptr<const Listing> Cache::relisted(const std::string& path, const Pa
   if (claimed) node_->publish(renewal.slot, now.answer.payload);
   memo_put(key, now.answer.payload);
   auto listing = fetch_listing(path, now.answer.payload);
-  if (claimed || node_ == nullptr) note_answer(key, &path);
+  if (claimed || node_ == nullptr) note_listing(key, path);
   return listing;
 }
 

@@ -98,6 +98,7 @@ namespace larder {
   X(kept_bytes_kept, "kept.bytes_kept")                             \
   X(kept_answers_adopted, "kept.answers_adopted")                   \
   X(kept_answers_kept, "kept.answers_kept")                         \
+  X(kept_paths_checked_ahead, "kept.paths_checked_ahead")           \
   X(integrity_checked, "integrity.checked")                         \
   X(integrity_bytes_hashed, "integrity.bytes_hashed")               \
   X(integrity_mismatches, "integrity.mismatches")                   \

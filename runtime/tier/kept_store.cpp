@@ -621,7 +621,9 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   auto drop_file = [&](std::size_t s, std::size_t f) {
     dropped_live = dropped_live || live_count[s][f] > 0;
     Step::FileSeen& file = steps[s].files[f];
-    out.evicted_bytes += file.bytes;
+    // Counted when it held something: a file whose every record a newer step kept again (its
+    // answers checked anew, its chunks read again) is replaced, not lost for room.
+    if (live_count[s][f] > 0) out.evicted_bytes += file.bytes;
     evict(File{file.path, file.disk, false, file.bytes});
     file.usable = false;
   };
@@ -651,7 +653,16 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     std::uint64_t bytes;  // what it cost in memory
   };
   std::vector<Demoted> demoted;
-  for (const Candidate& c : kept) {
+  // Stat answers and listings (answers files) stay in memory and go last: they are small, and
+  // each holds the answers of thousands of paths; the data files go to the disk tier first.
+  std::vector<Candidate> order;
+  for (const bool answers : {false, true}) {
+    for (const Candidate& c : kept) {
+      const std::string& path = steps[c.step].files[c.file].path;
+      if (path.substr(path.rfind('/') + 1).starts_with("answers-") == answers) order.push_back(c);
+    }
+  }
+  for (const Candidate& c : order) {
     Step::FileSeen& file = steps[c.step].files[c.file];
     std::uint64_t& total = file.disk ? disk : mem;
     const std::uint64_t budget = file.disk ? disk_budget : mem_budget;

@@ -225,6 +225,7 @@ def main():
         named = {"LARDER_KEEP": "steps"}
 
         s = steps.run("step 1 (cold)", named)
+        cold_stats, cold_lists = s["pfs"]["stat_ops"], s["pfs"]["list_ops"]
         check(s["pfs"]["bytes_read"] == total, f"step 1 read the tree from the PFS once ({total} B)")
         check(s["kept"]["bytes_kept"] > 0, "step 1 kept what it read")
         # A kept listing carries its directory's version only from a stat answer taken in a
@@ -258,6 +259,14 @@ def main():
         check(pfs["bytes_read"] == 0 and pfs["list_ops"] == 0 and pfs["stat_ops"] > 0,
               f"checked answers: the kept listing held after one stat of the directory, no "
               f"listing ({pfs})")
+        # The kept path answers were checked ahead, from the step's start, by the ranks of both
+        # nodes (each node kept the same paths): still each path once for the job.
+        check(s["kept"]["paths_checked_ahead"] > 0,
+              f"the kept path answers were checked ahead ({s['kept']['paths_checked_ahead']})")
+        # (A kept listing costs one stat of its directory where step 1 listed it.)
+        check(pfs["stat_ops"] <= cold_stats + cold_lists,
+              f"each path checked once for the job: {pfs['stat_ops']} stats, {cold_stats} stats "
+              f"and {cold_lists} listings cold")
 
         # A file rewritten in place (same size, new bytes, new mtime) and a removed one.
         changed = os.path.join(job.data, "f07.bin")
