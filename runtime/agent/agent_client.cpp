@@ -301,9 +301,9 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   }
   // A disk-tier chunk whose pages are not in memory would be read from the device now: the rank
   // reads it instead, checked against its hash first (Cache::disk_checked).
-  const std::span<const std::byte> chunk((*arena)->data() + rec.offset, rec.length);
   if (rec.tier == Tier::kDisk && rec.hash != 0 &&
-      (rec.offset + rec.length > (*arena)->capacity() || !pages_resident(chunk))) {
+      (rec.offset + rec.length > (*arena)->capacity() ||
+       !pages_resident({(*arena)->data() + rec.offset, rec.length}))) {
     return false;
   }
   std::memcpy(into.data(), (*arena)->data() + rec.offset + offset_in_chunk, into.size());

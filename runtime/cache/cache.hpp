@@ -338,6 +338,9 @@ class Cache {
   // Copies the chunks of items[i] (origin records in their payloads) held on other nodes into
   // this rank's arena, all at once; each payload becomes the local copy (or stays the origin's).
   void copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which);
+  // Stat answers of `items` (paths claimed on the node): list-ahead's first phase, and the kept
+  // path answers a step checks ahead (check_kept_paths).
+  void resolve_paths(std::vector<BulkItem>& items);
 
   // node files and segments (cache_files.cpp)
   Result<std::string> node_file_made(const CachedFile& file, const std::string& name,

@@ -405,9 +405,20 @@ void Cache::list_ahead(const std::string& dir, const Listing& listing) {
   }
 }
 
+void Cache::resolve_paths(std::vector<BulkItem>& items) {
+  // Claimed on the node (by the caller) and in the directory, stat'ed several at a time,
+  // published together, and noted to be kept. A path another rank of the job has claimed is not
+  // asked again.
+  resolve_bulk(
+      items, kClaimIt, [&](const BulkItem& it) { return load_path(it.path, it.link); },
+      [](std::vector<BulkItem>&, const std::vector<std::size_t>&) {}, nullptr);
+  for (const BulkItem& it : items) {
+    if (it.answer.kind == Answer::Kind::kCached)
+      note_path(it.key, it.path, it.link);  // for the node
+  }
+}
+
 void Cache::check_kept_paths(const std::vector<std::pair<std::string, bool>>& paths) {
-  // As list-ahead's first phase: claimed on the node and in the directory, stat'ed several at
-  // a time, published together. A path another rank of the job has claimed is not asked again.
   std::vector<BulkItem> items;
   for (const auto& [path, link] : paths) {
     if (closing()) return;
@@ -417,12 +428,7 @@ void Cache::check_kept_paths(const std::vector<std::pair<std::string, bool>>& pa
     it.key = path_key(link ? KeyKind::kLinkPath : KeyKind::kPath, path);
     if (claim_on_node(it)) items.push_back(std::move(it));
   }
-  resolve_bulk(
-      items, kClaimIt, [&](const BulkItem& it) { return load_path(it.path, it.link); },
-      [](std::vector<BulkItem>&, const std::vector<std::size_t>&) {}, nullptr);
-  for (const BulkItem& it : items) {
-    if (it.answer.kind == Answer::Kind::kCached) note_path(it.key, it.path, it.link);
-  }
+  resolve_paths(items);
   stats_.add(Counter::kept_paths_checked_ahead, items.size());
 }
 
@@ -436,12 +442,7 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
     it.key = path_key(KeyKind::kPath, it.path);
     if (claim_on_node(it)) paths.push_back(std::move(it));
   }
-  resolve_bulk(
-      paths, kClaimIt, [&](const BulkItem& it) { return load_path(it.path, false); },
-      [](std::vector<BulkItem>&, const std::vector<std::size_t>&) {}, nullptr);
-  for (const BulkItem& it : paths) {
-    if (it.answer.kind == Answer::Kind::kCached) note_path(it.key, it.path, false);  // for the node
-  }
+  resolve_paths(paths);
   // Phase 2: the data of its small files (one chunk at most), known by their stat answers.
   const std::uint64_t small = std::min(config_.small_file, config_.chunk_size);
   std::vector<BulkItem> chunks;

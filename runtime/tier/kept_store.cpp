@@ -28,6 +28,11 @@ namespace larder {
 
 namespace {
 
+// A step's stat answers and listings (`answers-<rank>`, written by keep_rank).
+bool is_answers_file(const std::string& path) {
+  return path.substr(path.rfind('/') + 1).starts_with("answers-");
+}
+
 constexpr char kIndexMagic[8] = {'L', 'R', 'D', 'K', 'I', 'D', 'X', '1'};
 constexpr char kTableMagic[8] = {'L', 'R', 'D', 'K', 'T', 'A', 'B', '2'};
 constexpr char kProducedMagic[8] = {'L', 'R', 'D', 'K', 'P', 'R', 'D', '1'};
@@ -658,8 +663,7 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
   std::vector<Candidate> order;
   for (const bool answers : {false, true}) {
     for (const Candidate& c : kept) {
-      const std::string& path = steps[c.step].files[c.file].path;
-      if (path.substr(path.rfind('/') + 1).starts_with("answers-") == answers) order.push_back(c);
+      if (is_answers_file(steps[c.step].files[c.file].path) == answers) order.push_back(c);
     }
   }
   for (const Candidate& c : order) {
@@ -669,7 +673,7 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
     if (total <= budget) continue;
     const std::string name = file.path.substr(file.path.rfind('/') + 1);
     if (!file.disk && !place.disk_root().empty() && disk + file.bytes <= disk_budget &&
-        !name.starts_with("answers-")) {
+        !is_answers_file(file.path)) {
       const std::string dir = child(place.disk_root(), steps[c.step].name);
       const std::string to = child(dir, name);
       const Status made = ensure_private_dir(dir);
@@ -868,7 +872,7 @@ Result<std::unique_ptr<KeptStore>> KeptStore::open(const KeptPlace& place, const
     File f;
     f.path.assign(reinterpret_cast<const char*>(base + name_at), tf.name_length);
     f.disk = tf.disk != 0;
-    f.answers = !f.disk && f.path.substr(f.path.rfind('/') + 1).starts_with("answers-");
+    f.answers = !f.disk && is_answers_file(f.path);
     f.bytes = tf.bytes;
     name_at += tf.name_length;
     k->files_.push_back(std::move(f));
