@@ -276,7 +276,7 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   // An earlier step of the allocation kept it on this node: adopted in place, no PFS read.
   if (length > 0 && adopt_kept(key, file.version, length, into, &record)) {
     record.position = ticket;
-    record_placed(key, record, true);
+    record_placed(key, record, KeptRecord::kOrigin);
     Loaded l;
     l.publish = true;
     l.answer.payload = pack(record);
@@ -334,7 +334,7 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
   record.position = ticket;  // the origin's place in the chunk's fan-out tree
   record.version = file.version;
   record.hash = hash_of(dst);
-  record_placed(key, record, true);
+  record_placed(key, record, KeptRecord::kOrigin);
   Loaded l;
   l.publish = true;
   l.answer.payload = pack(record);

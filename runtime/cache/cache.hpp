@@ -446,7 +446,9 @@ class Cache {
   bool kept_use(std::uint32_t n, bool use, bool* decided_here = nullptr);
   // Whether a record naming a kept file of this node may be read here (marks the file used).
   bool kept_record_usable(const ChunkRecord& record);
-  void record_placed(const Key& key, const ChunkRecord& record, bool origin = false);
+  // Notes a chunk this rank placed, to be kept for later steps; `flags`: KeptRecord's kOrigin,
+  // kStandIn.
+  void record_placed(const Key& key, const ChunkRecord& record, std::uint32_t flags = 0);
   // Claims every key of `lookups` in one batch and publishes `payloads[i]` under each key it
   // claimed (keys another process holds are left as they are); returns how many were published.
   std::uint64_t claim_and_publish(std::span<const Lookup> lookups,

@@ -349,7 +349,13 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
       stats_.add(Counter::integrity_refetched);
       continue;  // the origin's copy stays the answer (read and checked again when used)
     }
-    record_placed(items[of[k]].key, copies[k]);
+    // List-ahead copies are outside the fan-out trees: about F of the nodes, picked by the key,
+    // may stand in for the origin in a later step (KeptRecord::kStandIn).
+    const Key& key = items[of[k]].key;
+    const bool stand_in = (key.word + static_cast<std::uint64_t>(topology_.node())) %
+                              std::max<std::uint64_t>(nodes_, 1) <
+                          tree_fanout_;
+    record_placed(key, copies[k], stand_in ? KeptRecord::kStandIn : 0);
     stats_.add(Counter::node_copies);
     stats_.add(Counter::node_copy_bytes, ops[k].into.size());
     if (load_ != nullptr) load_->fetched(ops[k].owner, ops[k].into.size());

@@ -200,7 +200,9 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
     stats_.add(Counter::node_copies);
     stats_.add(Counter::node_copy_bytes, copy.length);
   }
-  record_placed(chunk, copy);
+  // A copy made straight from the chunk's origin in the job-wide tree (not a node group's tree)
+  // may stand in for the origin in a later step the origin's node is not part of.
+  record_placed(chunk, copy, parent == 0 && key == chunk ? KeptRecord::kStandIn : 0);
   const Payload local = pack(copy);
   if (holder && !closing()) {
     if (Status s = directory_.publish(lookups[0].key, local); !s.ok()) {

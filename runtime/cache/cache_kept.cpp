@@ -268,7 +268,7 @@ bool Cache::make_room(Tier tier, std::uint64_t length) {
   return freed > 0;
 }
 
-void Cache::record_placed(const Key& key, const ChunkRecord& record, bool origin) {
+void Cache::record_placed(const Key& key, const ChunkRecord& record, std::uint32_t flags) {
   if (kept_place_ == nullptr || record.owner != topology_.rank) return;
   if (record.tier == Tier::kFile && segments_ != nullptr && segments_->kept(record.segment)) return;
   KeptRecord r;
@@ -281,7 +281,7 @@ void Cache::record_placed(const Key& key, const ChunkRecord& record, bool origin
   r.length = static_cast<std::uint32_t>(record.length);
   r.file = static_cast<std::uint32_t>(record.tier);
   r.segment = record.segment;
-  r.flags = origin ? KeptRecord::kOrigin : 0;
+  r.flags = flags & KeptRecord::kPublished;
   std::lock_guard lock(kept_mu_);
   placed_.push_back(r);
 }
@@ -619,7 +619,7 @@ std::uint64_t Cache::publish_kept() {
   };
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const KeptRecord& r = slots[i];
-    if (r.word == 0 || (r.flags & KeptRecord::kOrigin) == 0 || r.version == 0) continue;
+    if (r.word == 0 || (r.flags & KeptRecord::kPublished) == 0 || r.version == 0) continue;
     if (i % ranks != mine) continue;
     auto where = kept_file(r.file, true, nullptr);
     if (!where.ok()) continue;

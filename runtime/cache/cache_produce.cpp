@@ -223,7 +223,8 @@ void Cache::publish_produced_chunks(const FileId& file, std::uint64_t size, std:
         hash_of(std::span<const std::byte>(seg.file->data() + record.offset, record.length));
     finals.push_back(Directory::Final{lookups[i].key, pack(record), true, false});
     memo_put(lookups[i].key, pack(record));
-    record_placed(lookups[i].key, record, true);  // kept for later steps (LARDER_KEEP)
+    record_placed(lookups[i].key, record,
+                  KeptRecord::kOrigin);  // kept for later steps (LARDER_KEEP)
   }
   std::vector<Status> out(finals.size());
   stats_.add(Counter::directory_ops, finals.size());

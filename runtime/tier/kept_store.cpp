@@ -609,8 +609,9 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
         continue;
       }
       KeptRecord& newer = record_at(seen[i] - 1);
-      // This node was the chunk's origin in an older step: it still publishes it at a start.
-      if (newer.version == r.version) newer.flags |= r.flags & KeptRecord::kOrigin;
+      // This node was the chunk's origin (or a stand-in for it) in an older step: it still
+      // publishes it at a start.
+      if (newer.version == r.version) newer.flags |= r.flags & KeptRecord::kPublished;
       r.segment = kDead;
       ++dead;
     }

@@ -47,12 +47,19 @@ struct KeptRecord {
   std::uint64_t offset = 0;
   std::uint32_t length = 0;
   std::uint32_t file = 0;
-  std::uint32_t flags = 0;    // kOrigin, kAnswer
+  std::uint32_t flags = 0;    // kOrigin, kAnswer, kStandIn
   std::uint32_t segment = 0;  // while a rank collects its records: the segment they sit in
   static constexpr std::uint32_t kOrigin = 1;  // the step's origin of the chunk (it claimed it)
   // Not a chunk: a stat answer or a listing (the key is its path's), its bytes in the step's
   // answers file (`version` 0). Cache::kept_answer reads and checks them.
   static constexpr std::uint32_t kAnswer = 2;
+  // A copy that may stand in for the origin in a later step the origin's node is not part of:
+  // the node copied the chunk straight from its origin (a child of the origin in the chunk's
+  // fan-out tree, or the claimer that copied it from another node's kept copy), or it is one of
+  // the about LARDER_FANOUT nodes a list-ahead copy picks by the key. At most 1 + F nodes per
+  // chunk and step, so a later step's start publishes each chunk a bounded number of times.
+  static constexpr std::uint32_t kStandIn = 4;
+  static constexpr std::uint32_t kPublished = kOrigin | kStandIn;  // published at a step's start
 };
 static_assert(sizeof(KeptRecord) == 64);
 

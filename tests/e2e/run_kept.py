@@ -8,7 +8,9 @@ compared with the file's own:
      its stat answers and listings are kept too: with LARDER_REVALIDATE=0 a step asks the PFS
      nothing; with checks, a kept listing holds after one stat of its unchanged directory;
   2. a file rewritten in place (same size, new mtime) is read new, a removed one is ENOENT;
-  3. a step on 8 ranks over 4 nodes (2 new to the allocation) reads no byte from the PFS;
+  3. a step on 8 ranks over 4 nodes (2 new to the allocation) reads no byte from the PFS; nor
+     does a step whose node 0 is new (its store removed) when node 0 was the origin of every
+     chunk: node 1's kept copies stand in for it;
   4. LARDER_KEEP=off is cold and keeps nothing; SLURM_JOB_ID names the allocation: a new id is
      cold and its first step removes the other allocation's store;
   5. a step killed (SIGKILL of a rank) leaves nothing the next step trusts; the next is warm;
@@ -27,6 +29,7 @@ compared with the file's own:
 import argparse
 import hashlib
 import os
+import shutil
 import signal
 import time
 
@@ -284,6 +287,23 @@ def main():
 
         s = steps.run("step 4 (8 ranks over 4 nodes, 2 new)", named, ranks=8)
         check(s["pfs"]["bytes_read"] == 0, "step 4 read no byte from the PFS")
+
+        # The origin's node gone: a store whose chunks node 0 alone read from the PFS (a first
+        # step on node 0 only), copied by node 1 in the next step; then node 0 is replaced by a
+        # new node (its store removed). Node 1's copies stand in for the origin
+        # (KeptRecord::kStandIn): the new node 0 copies from node 1, nothing from the PFS.
+        stand_in = {"LARDER_KEEP": "standin"}
+        s = steps.run("stand-in: step 1 (node 0 only)", stand_in, ranks=2)
+        check(s["pfs"]["bytes_read"] == tree_bytes(job.data), "stand-in step 1 is cold")
+        s = steps.run("stand-in: step 2 (node 1 new)", stand_in)
+        check(s["pfs"]["bytes_read"] == 0, "stand-in step 2 read no byte from the PFS")
+        shutil.rmtree(os.path.join(job.shm, f"larder-{os.geteuid()}", "keep-name-standin",
+                                   "node-0"))
+        s = steps.run("stand-in: step 3 (node 0 new, its store gone)", stand_in)
+        check(s["pfs"]["bytes_read"] == 0,
+              "stand-in step 3 read no byte from the PFS (node 1's copies stood in)")
+        check(s["kept"]["bytes_adopted"] >= tree_bytes(job.data),
+              f"stand-in step 3 adopted the whole tree ({s['kept']['bytes_adopted']} B)")
 
         s = steps.run("LARDER_KEEP=off", {"LARDER_KEEP": "off"})
         check(s["pfs"]["bytes_read"] == tree_bytes(job.data), "LARDER_KEEP=off is cold")

@@ -184,6 +184,24 @@ TEST(KeptStoreTest, TheNewestStepWinsAndAnOlderOriginFlagStays) {
   KeptStore::remove_table(node.place, "2222222222222222");
 }
 
+TEST(KeptStoreTest, AnOlderStandInFlagStays) {
+  Node node;
+  node.keep_step("1111111111111111", 100, 2, 4096, KeptRecord::kStandIn);
+  std::this_thread::sleep_for(20ms);  // the steps' completion times order them (ns mtimes)
+  node.keep_step("3333333333333333", 101, 2, 8192, 0);  // key 101 again, a plain copy
+  auto prepared = node.prepare("2222222222222222");
+  ASSERT_TRUE(prepared.ok());
+  auto kept = KeptStore::open(node.place, "2222222222222222");
+  ASSERT_TRUE(kept.ok());
+  const KeptRecord* r = (*kept)->find(key_of(101));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->length, 8192u) << "the newer step's copy";
+  EXPECT_NE(r->flags & KeptRecord::kStandIn, 0u)
+      << "this node copied it from its origin in the older step: it may still stand in";
+  EXPECT_EQ(r->flags & KeptRecord::kOrigin, 0u);
+  KeptStore::remove_table(node.place, "2222222222222222");
+}
+
 KeptProduced produced_file(const std::string& path, char answer) {
   return KeptProduced{path, path + ".canonical", std::vector<std::byte>(40, std::byte(answer))};
 }
