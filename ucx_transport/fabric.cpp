@@ -385,6 +385,10 @@ Status Fabric::learn(int owner, std::uint32_t segment, std::span<const std::byte
   return (*peer)->add_segment(segment, base, size, descriptor.subspan(16));
 }
 
+void Fabric::set_serve_check(const ServeCheck& check) {
+  if (message_reads_) message_reads_->set_serve_check(check);
+}
+
 void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   if (message_reads_) {
     if (closing_.load(std::memory_order_acquire)) {

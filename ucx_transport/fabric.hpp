@@ -73,6 +73,8 @@ class Fabric final : public ClosableTransport {
   Messenger* messenger() noexcept override;
   std::uint64_t messages_sent() const noexcept override;
   void begin_close() noexcept override { closing_.store(true, std::memory_order_release); }
+  // Remote reads as messages run it before serving a chunk's piece; gets cannot.
+  void set_serve_check(const ServeCheck& check) override;
   Status close() override;
 
   // For the directory's shards and the messenger over this fabric (ucx_transport only):

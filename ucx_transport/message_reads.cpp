@@ -32,8 +32,9 @@ struct Request {
   std::uint64_t length = 0;
   std::uint32_t segment = 0;
   std::uint32_t tier = 0;
+  Transport::ChunkOf chunk;  // the chunk the piece belongs to (length 0: not said)
 };
-static_assert(sizeof(Request) == 32);
+static_assert(sizeof(Request) == 56);
 constexpr std::size_t kPerMessage = kMaxMessage / sizeof(Request);
 
 // The header of a reply; its data is the piece (none when error != 0).
@@ -154,6 +155,11 @@ void MessageReads::serve_segment(std::uint32_t id, std::span<std::byte> memory) 
   segments_[id] = memory;
 }
 
+void MessageReads::set_serve_check(Transport::ServeCheck check) {
+  std::unique_lock lock(check_mu_);
+  check_ = std::move(check);
+}
+
 std::span<const std::byte> MessageReads::served_bytes(Tier tier, std::uint32_t segment,
                                                       std::uint64_t offset, std::uint64_t length) {
   std::span<const std::byte> memory;
@@ -193,6 +199,17 @@ void MessageReads::on_request(int from, std::span<const std::byte> body) {
             ? served_bytes(static_cast<Tier>(req.tier), req.segment, req.offset, req.length)
             : std::span<const std::byte>();
     if (bytes.empty()) out->reply.error = ERANGE;
+    // A piece of a chunk whose hash the reader gave: the holder's own check first (a disk-tier
+    // chunk whose pages come from the device now is hashed whole; anything else passes at once).
+    if (!bytes.empty() && req.chunk.length > 0 && req.chunk.hash != 0 &&
+        req.offset >= req.chunk.offset &&
+        req.offset + req.length <= req.chunk.offset + req.chunk.length) {
+      std::shared_lock lock(check_mu_);
+      if (check_ && !check_(static_cast<Tier>(req.tier), req.segment, req.chunk)) {
+        out->reply.error = EBADMSG;
+        bytes = {};
+      }
+    }
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = &message_sent<Outgoing>;
@@ -315,7 +332,7 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
       for (std::size_t k : part) {
         const Transport::GetOp& op = ops[parts[k].op];
         body.push_back(Request{parts[k].p->id, op.offset + parts[k].offset, parts[k].p->into.size(),
-                               op.segment, static_cast<std::uint32_t>(op.tier)});
+                               op.segment, static_cast<std::uint32_t>(op.tier), op.chunk});
       }
       const Status s =
           messenger_.send(owner, Channel::kReadRequest, std::as_bytes(std::span(body)));

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <unordered_map>
 
@@ -58,6 +59,9 @@ class MessageReads {
   // The memory this rank serves to readers: its arenas, and its segments as they are exposed.
   void serve(Tier tier, std::span<std::byte> memory);
   void serve_segment(std::uint32_t id, std::span<std::byte> memory);
+  // Run before each piece of a chunk is served (Transport::set_serve_check): a piece whose
+  // chunk fails it is answered with EBADMSG instead of its bytes.
+  void set_serve_check(Transport::ServeCheck check);
 
   // As Transport::get_many: every request is sent, then all replies are waited for.
   void get_many(std::span<const Transport::GetOp> ops, std::span<Status> out);
@@ -93,6 +97,8 @@ class MessageReads {
   std::unordered_map<std::uint32_t, std::span<std::byte>> segments_;     // guarded by mu_
   std::unordered_map<std::uint64_t, std::shared_ptr<Pending>> pending_;  // guarded by mu_
   std::uint64_t next_id_ = 1;                                            // guarded by mu_
+  std::shared_mutex check_mu_;   // shared: a piece being served; unique: setting the check
+  Transport::ServeCheck check_;  // guarded by check_mu_
   std::atomic<std::uint64_t> pieces_served_{0};
   std::atomic<std::uint64_t> bytes_hashed_{0};
   AmHandler handler_;  // last: unset first (replies arriving then are dropped)

@@ -67,6 +67,11 @@ StatsSnapshot Session::local_totals() {
 }
 
 Session::~Session() {
+  // The transport (owned by mpi_, which outlives this body) must not call into the cache
+  // once it is gone.
+  if (Transport* real = mpi_ ? mpi_->transport() : nullptr; real != nullptr && cache_) {
+    real->set_serve_check(nullptr);
+  }
   if (!closed_) {
     // Not collective here: only a local session or an aborted init reaches this.
     job_dir_.remove_all();
@@ -268,6 +273,16 @@ void Session::build_cache() {
   const char* audit = std::getenv("LD_AUDIT");
   parts.objects_as_node_files = audit != nullptr && std::strstr(audit, "larder_audit") != nullptr;
   cache_ = std::make_unique<Cache>(std::move(parts));
+  // The real transport's holder side (not a test's seam in front of it): pieces of this rank's
+  // disk-tier chunks are checked before they are served (Cache::serve_check). It is cleared
+  // before the cache goes (~Session), and the transport serves nothing after its close.
+  if (Transport* real = mpi_ ? mpi_->transport() : nullptr; real != nullptr) {
+    Cache* cache = cache_.get();
+    real->set_serve_check(
+        [cache](Tier tier, std::uint32_t segment, const Transport::ChunkOf& chunk) {
+          return cache->serve_check(tier, segment, chunk);
+        });
+  }
 }
 
 Result<std::unique_ptr<Session>> Session::create_local(Config config, const Seams& seams) {

@@ -414,8 +414,14 @@ bool Cache::copy_out(const ChunkRecord& record, std::uint64_t offset_in_chunk,
                             record.segment,
                             record.offset + (check && !whole ? 0 : offset_in_chunk),
                             dst,
-                            check ? &arrived : nullptr};
+                            check ? &arrived : nullptr,
+                            {record.offset, record.length, record.hash}};
   if (Status s = timed_get(op); !s.ok()) {
+    if (s.native_code() == EBADMSG) {
+      // The holder's own check of its chunk failed (its disk tier): the PFS, as a mismatch here.
+      stats_.add(Counter::integrity_refetched);
+      return failed(FallbackCause::kIntegrity);
+    }
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                        dst.size(), record.owner, s.to_string());

@@ -127,6 +127,11 @@ class Cache {
   // call. The agent sends it with a worker's stat answer (a small file opened after its stat is
   // one round trip for the worker, not two).
   std::optional<ChunkRecord> known_place(const CachedFile& file, std::uint64_t index);
+  // Transport::set_serve_check's check: whether this rank may serve a piece of its chunk
+  // `chunk` (in its arena `tier` or segment `segment`) to another node. A disk-tier chunk whose
+  // pages the kernel must read from the device is hashed first (disk_checked); anything else
+  // passes.
+  bool serve_check(Tier tier, std::uint32_t segment, const Transport::ChunkOf& chunk);
 
   // Reads up to into.size() bytes at `offset`; fewer only at end of file. Errors are the PFS's
   // errno (in native_code()). Counts what the cache did (hits, misses, PFS and transport), not
@@ -418,7 +423,8 @@ class Cache {
   // Whether `bytes`, a chunk of this node's disk tier (`record`), may be served: yes when its
   // pages are in memory and no check of the disk tier is under way on the node (and none has
   // failed in this job); otherwise when they match the chunk's hash, loaded from the device now.
-  // Anything else (memory tier, LARDER_VERIFY=off, no hash) is not checked here.
+  // Disk-tier files linked as segments (kept files) count as the disk tier. Anything else
+  // (memory tier, LARDER_VERIFY=off, no hash) is not checked here.
   bool disk_checked(const ChunkRecord& record, std::span<const std::byte> bytes);
   // The node's words for disk_checked (in the node table, or this process's without one).
   std::atomic<std::uint32_t>& disk_word(int i) noexcept;

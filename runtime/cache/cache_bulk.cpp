@@ -319,8 +319,13 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
     copy.version = origin.version;
     copy.hash = origin.hash;
     Arena* arena = tiers_.get(copy.tier);
-    ops.push_back(Transport::GetOp{origin.owner, origin.tier, origin.segment, origin.offset,
-                                   std::span(arena->data() + copy.offset, copy.length)});
+    ops.push_back(Transport::GetOp{origin.owner,
+                                   origin.tier,
+                                   origin.segment,
+                                   origin.offset,
+                                   std::span(arena->data() + copy.offset, copy.length),
+                                   nullptr,
+                                   {origin.offset, origin.length, origin.hash}});
     if (config_.verify && copy.hash != 0) {
       ops.back().hashed = &arrived.emplace_back();  // `arrived` is reserved: never reallocated
     }
@@ -337,6 +342,10 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
                                             .count()));
   for (std::size_t k = 0; k < ops.size(); ++k) {
     stats_.add(Counter::transport_gets);
+    if (!got[k].ok() && got[k].native_code() == EBADMSG) {
+      stats_.add(Counter::integrity_refetched);  // the holder's own check failed (its disk tier)
+      continue;  // the origin's copy stays the answer (checked again when used)
+    }
     if (!got[k].ok()) {
       stats_.add(Counter::transport_errors);
       LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),

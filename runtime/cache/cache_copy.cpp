@@ -19,9 +19,16 @@ Result<ChunkRecord> Cache::copy_from(const ChunkRecord& source, const ChunkRecor
   }
   stats_.add(Counter::transport_gets);
   Transport::Hashed arrived;
-  const Transport::GetOp op{source.owner,  source.tier, source.segment,
-                            source.offset, dst,         &arrived};
+  const Transport::GetOp op{source.owner,
+                            source.tier,
+                            source.segment,
+                            source.offset,
+                            dst,
+                            &arrived,
+                            {source.offset, source.length, source.hash}};
   if (Status s = timed_get(op); !s.ok()) {
+    // EBADMSG: the holder's own check of its copy failed (its disk tier); as a mismatch here.
+    if (s.native_code() == EBADMSG) return s;
     stats_.add(Counter::transport_errors);
     LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                        dst.size(), source.owner, s.to_string());

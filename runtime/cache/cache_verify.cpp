@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 
 #include "runtime/cache/cache.hpp"
 #include "runtime/common/log.hpp"
@@ -117,7 +118,10 @@ std::atomic<std::uint32_t>& Cache::disk_word(int i) noexcept {
 // job, and every disk-tier chunk read on it is checked from then on (a device that changed one
 // chunk's bytes is not trusted with the others).
 bool Cache::disk_checked(const ChunkRecord& record, std::span<const std::byte> bytes) {
-  if (record.tier != Tier::kDisk || !config_.verify || record.hash == 0) return true;
+  // This job's disk-tier arena, and disk-tier files linked as segments (kept files).
+  const bool disk = record.tier == Tier::kDisk ||
+                    (record.tier == Tier::kFile && (record.segment & Segments::kDiskSegment) != 0);
+  if (!disk || !config_.verify || record.hash == 0) return true;
   std::atomic<std::uint32_t>& checking = disk_word(kDiskChecking);
   std::atomic<std::uint32_t>& suspect = disk_word(kDiskSuspect);
   const bool in_memory = resident_ ? resident_(bytes) : pages_resident(bytes);
@@ -127,6 +131,33 @@ bool Cache::disk_checked(const ChunkRecord& record, std::span<const std::byte> b
   if (!good) suspect.store(1);
   checking.fetch_sub(1);
   if (!good) stats_.add(Counter::integrity_refetched);  // the caller reads the PFS instead
+  return good;
+}
+
+// A holder about to serve a piece of its own chunk to another node (remote reads as messages):
+// the same check as a read on its own node, so pages a transport brings in from the device are
+// checked before anyone is served from them (and, a mismatch marking the node suspect, before
+// this node's own ranks read them as pages in memory). Runs on the thread that serves the read,
+// perhaps inside another read of this thread: that read's chunk is not the one warned about.
+bool Cache::serve_check(Tier tier, std::uint32_t segment, const Transport::ChunkOf& chunk) {
+  if (!config_.verify || chunk.hash == 0 || chunk.length == 0 || closing()) return true;
+  ChunkRecord record;
+  record.owner = topology_.rank;
+  record.tier = tier;
+  record.segment = segment;
+  record.offset = chunk.offset;
+  record.length = chunk.length;
+  record.hash = chunk.hash;
+  if (chunk.offset > std::numeric_limits<std::uint64_t>::max() - chunk.length)
+    return true;  // served_bytes refuses the range
+  const std::span<const std::byte> bytes = node_bytes(record);
+  if (bytes.size() != chunk.length) return true;  // not this rank's: served_bytes decides
+  const CachedFile* file = t_file;
+  const std::uint64_t index = t_index;
+  t_file = nullptr;
+  const bool good = disk_checked(record, bytes);
+  t_file = file;
+  t_index = index;
   return good;
 }
 

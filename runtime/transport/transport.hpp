@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -49,6 +50,14 @@ class Transport {
   // of its segment `segment`). With `hashed`, the caller wants the bytes' hash. A transport that
   // receives them in pieces hashes each piece while the next ones are in flight and fills it in;
   // one that does not leaves it 0, and the caller hashes `into` itself.
+  // The chunk a get's bytes belong to, as its record says (length 0: not a chunk, or unknown):
+  // a holder about to serve them from its disk tier, with pages the kernel must read from the
+  // device, checks the whole chunk against `hash` first (set_serve_check).
+  struct ChunkOf {
+    std::uint64_t offset = 0;  // in the holder's arena or segment
+    std::uint64_t length = 0;
+    std::uint64_t hash = 0;
+  };
   struct GetOp {
     int owner = -1;
     Tier tier = Tier::kMem;
@@ -56,6 +65,7 @@ class Transport {
     std::uint64_t offset = 0;
     std::span<std::byte> into;
     Hashed* hashed = nullptr;
+    ChunkOf chunk;
   };
   virtual Status get(const GetOp& op) = 0;
   // Many gets at once (from any owners): out[i] is the outcome of ops[i]. Transports that can
@@ -83,6 +93,15 @@ class Transport {
   // Finalize has begun on this rank: peers closing their side from now on is the job ending in
   // order, not a failure to report.
   virtual void begin_close() noexcept {}
+
+  // What a holder runs before it serves a piece of a chunk of its own (the chunk named by the
+  // reader's GetOp::chunk, in its arena `tier` or segment `segment`): false when the chunk's bytes
+  // do not match `hash`, and the piece is then refused with EBADMSG. Called on the thread that
+  // serves the read. Transports whose holder takes part in serving a read (remote reads as
+  // messages) run it; one-sided gets cannot (docs/architecture.md, "Content hashes"). Set once,
+  // after the cache is made; it lives until close().
+  using ServeCheck = std::function<bool(Tier tier, std::uint32_t segment, const ChunkOf& chunk)>;
+  virtual void set_serve_check(const ServeCheck& /*check*/) {}
 };
 
 }  // namespace larder
