@@ -46,10 +46,6 @@ class Transport {
     std::uint64_t hash = 0;  // content_hash(into); 0: the transport did not hash them
     std::uint64_t ns = 0;    // time spent hashing (and copying out of a receive buffer with it)
   };
-  // One copy: into.size() bytes at `offset` of rank `owner`'s arena `tier` (or, for tier kFile,
-  // of its segment `segment`). With `hashed`, the caller wants the bytes' hash. A transport that
-  // receives them in pieces hashes each piece while the next ones are in flight and fills it in;
-  // one that does not leaves it 0, and the caller hashes `into` itself.
   // The chunk a get's bytes belong to, as its record says (length 0: not a chunk, or unknown):
   // a holder about to serve them from its disk tier, with pages the kernel must read from the
   // device, checks the whole chunk against `hash` first (set_serve_check).
@@ -58,6 +54,10 @@ class Transport {
     std::uint64_t length = 0;
     std::uint64_t hash = 0;
   };
+  // One copy: into.size() bytes at `offset` of rank `owner`'s arena `tier` (or, for tier kFile,
+  // of its segment `segment`). With `hashed`, the caller wants the bytes' hash. A transport that
+  // receives them in pieces hashes each piece while the next ones are in flight and fills it in;
+  // one that does not leaves it 0, and the caller hashes `into` itself.
   struct GetOp {
     int owner = -1;
     Tier tier = Tier::kMem;
