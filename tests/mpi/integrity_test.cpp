@@ -10,8 +10,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
-#include <string>
 #include <larder/larder.hpp>
+#include <string>
 
 #include "runtime/common/content_hash.hpp"
 #include "tests/mpi/mpi_fixture.hpp"
