@@ -431,6 +431,8 @@ class Cache {
   class ChunkContext {  // the chunk this thread is locating, for the warnings
    public:
     ChunkContext(const CachedFile& file, std::uint64_t index) noexcept;
+    // No chunk (the thread works for another rank meanwhile: serve_check).
+    explicit ChunkContext(std::nullptr_t) noexcept;
     ChunkContext(const ChunkContext&) = delete;
     ChunkContext& operator=(const ChunkContext&) = delete;
     ~ChunkContext();

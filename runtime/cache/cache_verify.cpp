@@ -44,6 +44,11 @@ void populate(std::span<const std::byte> bytes) {
   }
 }
 
+// This job's disk-tier arena, or a disk-tier file linked as a segment (a kept file).
+bool on_disk(Tier tier, std::uint32_t segment) noexcept {
+  return tier == Tier::kDisk || (tier == Tier::kFile && (segment & Segments::kDiskSegment) != 0);
+}
+
 // disk_checked's node words: checks of disk-tier chunks under way on the node, and whether one
 // found a mismatch in this job.
 constexpr int kDiskChecking = 0;
@@ -55,6 +60,10 @@ Cache::ChunkContext::ChunkContext(const CachedFile& file, std::uint64_t index) n
     : file_(t_file), index_(t_index) {
   t_file = &file;
   t_index = index;
+}
+
+Cache::ChunkContext::ChunkContext(std::nullptr_t) noexcept : file_(t_file), index_(t_index) {
+  t_file = nullptr;
 }
 
 Cache::ChunkContext::~ChunkContext() {
@@ -118,10 +127,7 @@ std::atomic<std::uint32_t>& Cache::disk_word(int i) noexcept {
 // job, and every disk-tier chunk read on it is checked from then on (a device that changed one
 // chunk's bytes is not trusted with the others).
 bool Cache::disk_checked(const ChunkRecord& record, std::span<const std::byte> bytes) {
-  // This job's disk-tier arena, and disk-tier files linked as segments (kept files).
-  const bool disk = record.tier == Tier::kDisk ||
-                    (record.tier == Tier::kFile && (record.segment & Segments::kDiskSegment) != 0);
-  if (!disk || !config_.verify || record.hash == 0) return true;
+  if (!on_disk(record.tier, record.segment) || !config_.verify || record.hash == 0) return true;
   std::atomic<std::uint32_t>& checking = disk_word(kDiskChecking);
   std::atomic<std::uint32_t>& suspect = disk_word(kDiskSuspect);
   const bool in_memory = resident_ ? resident_(bytes) : pages_resident(bytes);
@@ -140,7 +146,10 @@ bool Cache::disk_checked(const ChunkRecord& record, std::span<const std::byte> b
 // this node's own ranks read them as pages in memory). Runs on the thread that serves the read,
 // perhaps inside another read of this thread: that read's chunk is not the one warned about.
 bool Cache::serve_check(Tier tier, std::uint32_t segment, const Transport::ChunkOf& chunk) {
-  if (!config_.verify || chunk.hash == 0 || chunk.length == 0 || closing()) return true;
+  if (!on_disk(tier, segment) || !config_.verify || chunk.hash == 0 || chunk.length == 0 ||
+      closing()) {
+    return true;  // a memory-tier piece is served as it is
+  }
   ChunkRecord record;
   record.owner = topology_.rank;
   record.tier = tier;
@@ -152,13 +161,8 @@ bool Cache::serve_check(Tier tier, std::uint32_t segment, const Transport::Chunk
     return true;  // served_bytes refuses the range
   const std::span<const std::byte> bytes = node_bytes(record);
   if (bytes.size() != chunk.length) return true;  // not this rank's: served_bytes decides
-  const CachedFile* file = t_file;
-  const std::uint64_t index = t_index;
-  t_file = nullptr;
-  const bool good = disk_checked(record, bytes);
-  t_file = file;
-  t_index = index;
-  return good;
+  const ChunkContext none(nullptr);
+  return disk_checked(record, bytes);
 }
 
 }  // namespace larder
