@@ -22,7 +22,11 @@
 // (a reader's own buffer) is received into a buffer of its own and copied once complete, so that
 // no late transfer can write into memory the caller got back; a destination in this rank's
 // arenas or segments is received into directly (its range is never reused: an abandoned range
-// can only receive the same chunk's bytes).
+// can only receive the same chunk's bytes). Those buffers are reused (BouncePool) once no
+// transfer can reach them.
+//
+// Hashes (Transport::GetOp::hashed): each piece is hashed by the thread that received it, after
+// it is marked done, in order (HashFeed), while the reader copies it out on the other core.
 #ifndef LARDER_UCX_TRANSPORT_MESSAGE_READS_HPP_
 #define LARDER_UCX_TRANSPORT_MESSAGE_READS_HPP_
 
@@ -76,6 +80,7 @@ class MessageReads {
   }
 
   struct Pending;  // one piece a reader waits for (message_reads.cpp)
+  class BouncePool;
 
  private:
   MessageReads(Fabric& fabric, UcxMessenger& messenger);
@@ -101,7 +106,8 @@ class MessageReads {
   Transport::ServeCheck check_;  // guarded by check_mu_
   std::atomic<std::uint64_t> pieces_served_{0};
   std::atomic<std::uint64_t> bytes_hashed_{0};
-  AmHandler handler_;  // last: unset first (replies arriving then are dropped)
+  std::shared_ptr<BouncePool> bounces_;  // shared with pieces that outlive this object
+  AmHandler handler_;                    // last: unset first (replies arriving then are dropped)
 };
 
 }  // namespace larder::ucx

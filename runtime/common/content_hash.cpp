@@ -9,15 +9,8 @@
 #include <xxh_x86dispatch.h>
 #endif
 
-#include <algorithm>
-#include <cstring>
-
 namespace larder {
 namespace {
-
-// Copied and hashed a block at a time: small enough to stay in L1/L2 between the copy and the
-// hash.
-constexpr std::size_t kBlock = std::size_t{64} << 10;
 
 std::uint64_t nonzero(std::uint64_t h) noexcept {
   return h == 0 ? 1 : h;
@@ -42,14 +35,6 @@ ContentHasher::~ContentHasher() = default;
 void ContentHasher::update(std::span<const std::byte> bytes) noexcept {
   if (state_ && XXH3_64bits_update(state_.get(), bytes.data(), bytes.size()) != XXH_OK) {
     state_.reset();  // digest() says "not hashed": the caller hashes the bytes itself
-  }
-}
-
-void ContentHasher::copy_and_update(std::byte* to, std::span<const std::byte> from) noexcept {
-  for (std::size_t at = 0; at < from.size(); at += kBlock) {
-    const std::size_t n = std::min(kBlock, from.size() - at);
-    std::memcpy(to + at, from.data() + at, n);
-    update(std::span<const std::byte>(to + at, n));
   }
 }
 

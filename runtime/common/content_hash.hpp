@@ -27,10 +27,6 @@ class ContentHasher {
 
   bool valid() const noexcept { return state_ != nullptr; }
   void update(std::span<const std::byte> bytes) noexcept;
-  // Copies `from` to `to` (from.size() bytes) and hashes the copy. Each block is hashed right
-  // after it is copied, while it is still in the core's cache, so the bytes are read from
-  // memory once instead of twice.
-  void copy_and_update(std::byte* to, std::span<const std::byte> from) noexcept;
   // content_hash() of everything given so far; 0 when !valid().
   std::uint64_t digest() const noexcept;
 

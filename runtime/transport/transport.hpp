@@ -44,7 +44,7 @@ class Transport {
   // The content hash of a get's bytes, computed by the transport as they arrived.
   struct Hashed {
     std::uint64_t hash = 0;  // content_hash(into); 0: the transport did not hash them
-    std::uint64_t ns = 0;    // time spent hashing (and copying out of a receive buffer with it)
+    std::uint64_t ns = 0;    // time spent hashing
   };
   // The chunk a get's bytes belong to, as its record says (length 0: not a chunk, or unknown):
   // a holder about to serve them from its disk tier, with pages the kernel must read from the
