@@ -134,8 +134,9 @@ struct HashFeed {
   // on that has arrived. Pieces are read through the pointers only before `closed`: the reader
   // holds them until it closes the feed.
   void arrive(std::size_t index, bool ok);
-  // The reader, once every piece has settled: no more arrivals are hashed; hashes what the
-  // progress thread did not (pieces failed by the reader itself are never hashed).
+  // The reader, once every piece has settled: when all succeeded, waits for their finishers'
+  // hashes (each finisher hashes right after it marks its piece done); then no later arrival is
+  // hashed. The digest, or 0 when a piece failed (pieces the reader failed itself never arrive).
   std::uint64_t close(bool ok, std::uint64_t* hash_ns);
 };
 
