@@ -122,7 +122,6 @@ struct HashFeed {
   std::mutex mu;
   ContentHasher hasher;                        // guarded by mu
   std::vector<MessageReads::Pending*> pieces;  // the op's pieces, in order; set before sending
-  std::vector<bool> arrived;                   // guarded by mu
   std::size_t next = 0;                        // guarded by mu: pieces hashed so far
   bool broken = false;                         // guarded by mu: a piece failed
   bool closed = false;                         // guarded by mu: the reader is done with it
@@ -130,10 +129,10 @@ struct HashFeed {
   std::condition_variable hashed;              // a piece was hashed, or the feed broke
   std::atomic<std::uint64_t>* bytes_hashed = nullptr;
 
-  // Piece `index` has arrived (ok: its bytes are in its target): hashes every piece from `next`
-  // on that has arrived. Pieces are read through the pointers only before `closed`: the reader
-  // holds them until it closes the feed.
-  void arrive(std::size_t index, bool ok);
+  // A piece was marked done: hashes every piece from `next` on that is done (its bytes are in its
+  // target, or it failed: the feed breaks). Pieces are read through the pointers only before
+  // `closed`: the reader holds them until it closes the feed.
+  void arrive();
   // The reader, once every piece has settled: when all succeeded, waits for their finishers'
   // hashes (each finisher hashes right after it marks its piece done); then no later arrival is
   // hashed. The digest, or 0 when a piece failed (pieces the reader failed itself never arrive).
@@ -149,14 +148,12 @@ struct MessageReads::Pending {
   bool wake = false;  // the reader copies pieces out as they arrive: woken by each, not the last
   std::shared_ptr<Batch> batch;
   std::shared_ptr<HashFeed> feed;  // null: the read does not want its hash
-  std::size_t index = 0;           // in the feed's pieces
   Status status;                   // written before done
   std::atomic<bool> done{false};   // release by finish(), acquire by the reader
 
   std::byte* target() noexcept { return bounce ? bounce.get() : into.data(); }
   // Called once, by whoever took the piece from the table.
   void finish(Status s) {
-    const bool ok = s.ok();
     status = std::move(s);
     bool last = false;
     {
@@ -169,28 +166,25 @@ struct MessageReads::Pending {
     if (last || wake) batch->cv.notify_all();
     // Hashed while the reader copies it out (both only read the piece's buffer); the reader
     // waits for the hash in HashFeed::close.
-    if (feed) feed->arrive(index, ok);
+    if (feed) feed->arrive();
   }
 };
 
-void HashFeed::arrive(std::size_t index, bool ok) {
+void HashFeed::arrive() {
   std::unique_lock lock(mu);
-  if (closed || index >= arrived.size()) return;
-  arrived[index] = true;
-  if (!ok || !hasher.valid()) broken = true;
-  if (broken) {
-    lock.unlock();
-    hashed.notify_all();
-    return;
-  }
+  if (closed || broken) return;
   const auto t0 = std::chrono::steady_clock::now();
   std::uint64_t bytes = 0;
-  for (; next < pieces.size() && arrived[next]; ++next) {
+  for (; next < pieces.size() && pieces[next]->done.load(std::memory_order_acquire); ++next) {
     MessageReads::Pending* p = pieces[next];
+    if (!p->status.ok() || !hasher.valid()) {
+      broken = true;
+      break;
+    }
     hasher.update(std::span<const std::byte>(p->target(), p->into.size()));
     bytes += p->into.size();
   }
-  if (bytes == 0) return;
+  if (bytes == 0 && !broken) return;
   ns += static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count());
@@ -430,9 +424,7 @@ void MessageReads::get_many(std::span<const Transport::GetOp> ops, std::span<Sta
       if (bounce) p->bounce = Bounce(bounces_, p->into.size());
       if (feeds[i]) {
         p->feed = feeds[i];
-        p->index = feeds[i]->pieces.size();
         feeds[i]->pieces.push_back(p.get());
-        feeds[i]->arrived.push_back(false);
       }
       parts.push_back(Part{i, at, std::move(p)});
       ++batch->unfinished;  // before any reply can arrive: the pieces are not in pending_ yet
