@@ -11,8 +11,16 @@
 
 namespace larder::mpi {
 
-Result<std::unique_ptr<RmaTransport>> RmaTransport::create(MPI_Comm comm, const LocalTiers& tiers) {
+Result<std::unique_ptr<RmaTransport>> RmaTransport::create(MPI_Comm comm, const LocalTiers& tiers,
+                                                           Messenger* messenger,
+                                                           std::chrono::milliseconds timeout) {
   std::unique_ptr<RmaTransport> t(new RmaTransport());
+  if (messenger != nullptr) {
+    // Before the windows' collective creation: no rank asks before every rank can answer.
+    int rank = 0;
+    if (Status s = from_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank"); !s.ok()) return s;
+    t->holder_checks_ = std::make_unique<HolderChecks>(rank, *messenger, timeout);
+  }
   for (Tier tier : {Tier::kMem, Tier::kDisk}) {
     const Arena* arena = tiers.get(tier);
     auto window = Window::expose(comm, arena != nullptr ? arena->data() : nullptr,
@@ -90,6 +98,10 @@ Status RmaTransport::get(const GetOp& op) {
   return out;
 }
 
+void RmaTransport::set_serve_check(const ServeCheck& check) {
+  if (holder_checks_) holder_checks_->set_check(check);
+}
+
 void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   // Every get is issued, then all are waited for: a batch of node copies costs one round trip,
   // not one each. The wait tests the requests and, when none has completed for a while, sleeps
@@ -104,8 +116,12 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   requests.reserve(ops.size());
   of.reserve(ops.size());
   std::vector<int> flush_segments_of;  // owners with gets on the dynamic window
+  // Disk-tier chunks are checked by their holders first; a chunk refused is not read.
+  for (Status& s : out) s = Status();
+  if (holder_checks_) holder_checks_->check(ops, out);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     first[i] = requests.size();
+    if (!out[i].ok()) continue;
     const bool hash = ops[i].hashed != nullptr && ops[i].tier != Tier::kFile;
     out[i] = issue(ops[i], hash ? piece_of(ops[i].into.size()) : ops[i].into.size(), requests,
                    flush_segments_of);

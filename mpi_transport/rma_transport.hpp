@@ -8,6 +8,11 @@
 // ranks whose MPI must answer the gets (get_many). A get whose hash is wanted (GetOp::hashed) is
 // issued in pieces and hashed piece by piece as they arrive. Gets from segments are MPI_Get,
 // flushed per owner once the batch is issued (their hash is left to the caller).
+//
+// A get of a chunk on its holder's disk tier is preceded by the holder's check of that chunk
+// (HolderChecks, over the job's Messenger): MPI serves the get without the holder's code, and
+// pages it had the kernel load from the device would otherwise be in the holder's memory
+// unchecked.
 #ifndef LARDER_MPI_TRANSPORT_RMA_TRANSPORT_HPP_
 #define LARDER_MPI_TRANSPORT_RMA_TRANSPORT_HPP_
 
@@ -24,14 +29,19 @@
 
 #include "mpi_transport/window.hpp"
 #include "runtime/tier/local_tiers.hpp"
+#include "runtime/transport/holder_checks.hpp"
 #include "runtime/transport/transport.hpp"
 
 namespace larder::mpi {
 
 class RmaTransport final : public Transport {
  public:
-  // Collective over `comm`; the arenas must stay mapped until close().
-  static Result<std::unique_ptr<RmaTransport>> create(MPI_Comm comm, const LocalTiers& tiers);
+  // Collective over `comm`; the arenas must stay mapped until close(). With `messenger`, gets of
+  // disk-tier chunks ask their holder to check them first (answers awaited up to `timeout`);
+  // without, they are read unchecked on the holder (tests of the data path alone).
+  static Result<std::unique_ptr<RmaTransport>> create(
+      MPI_Comm comm, const LocalTiers& tiers, Messenger* messenger = nullptr,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
   const char* name() const noexcept override { return "mpi"; }
   Status get(const GetOp& op) override;
@@ -40,7 +50,16 @@ class RmaTransport final : public Transport {
                                         std::span<std::byte> memory) override;
   bool knows(int owner, std::uint32_t segment) override;
   Status learn(int owner, std::uint32_t segment, std::span<const std::byte> descriptor) override;
+  // The holder's check of a disk-tier chunk a reader asks about (HolderChecks).
+  void set_serve_check(const ServeCheck& check) override;
   Status close();  // collective
+  // Disk-tier chunks this rank asked holders to check, and checked for other ranks (tests).
+  std::uint64_t holder_checks_asked() const noexcept {
+    return holder_checks_ ? holder_checks_->asked() : 0;
+  }
+  std::uint64_t holder_checks_answered() const noexcept {
+    return holder_checks_ ? holder_checks_->answered() : 0;
+  }
   // Bytes hashed as they arrived, for gets that wanted their hash (GetOp::hashed; tests).
   std::uint64_t bytes_hashed() const noexcept {
     return bytes_hashed_.load(std::memory_order_relaxed);
@@ -59,6 +78,7 @@ class RmaTransport final : public Transport {
   static constexpr auto kPause = std::chrono::microseconds(20);
   std::atomic<std::uint64_t> bytes_hashed_{0};
   std::array<Window, kTierCount> windows_;
+  std::unique_ptr<HolderChecks> holder_checks_;  // with a messenger
   std::mutex segments_mu_;
   Window segments_;  // dynamic; attach() under segments_mu_
   // What this rank learned of other ranks' segments: (owner, segment) -> (address, size).

@@ -98,6 +98,12 @@ Result<std::unique_ptr<Fabric>> Fabric::create(MPI_Comm comm, const LocalTiers& 
     } else {
       local = reads.status();
     }
+  } else if (local.ok()) {
+    // Gets: a holder checks its disk-tier chunks before they are read (HolderChecks).
+    Fabric* fabric = t.get();
+    t->holder_checks_ =
+        std::make_unique<HolderChecks>(t->rank_, *t->messenger_, options.timeout,
+                                       [fabric](int rank) { return fabric->peer_failed(rank); });
   }
   if (shard_bytes > 0 && as_messages) {
     if (local.ok()) {
@@ -387,6 +393,7 @@ Status Fabric::learn(int owner, std::uint32_t segment, std::span<const std::byte
 
 void Fabric::set_serve_check(const ServeCheck& check) {
   if (message_reads_) message_reads_->set_serve_check(check);
+  if (holder_checks_) holder_checks_->set_check(check);
 }
 
 void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
@@ -409,7 +416,11 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
     std::span<std::byte> into;
   };
   std::vector<std::vector<std::unique_ptr<InFlight>>> flights(ops.size());
+  // Disk-tier chunks are checked by their holders first; a chunk refused is not read.
+  for (Status& s : out) s = Status();
+  if (holder_checks_) holder_checks_->check(ops, out);
   for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (!out[i].ok()) continue;
     const std::uint64_t piece =
         ops[i].hashed != nullptr ? piece_of(ops[i].into.size()) : ops[i].into.size();
     for (std::uint64_t at = 0; at == 0 || at < ops[i].into.size(); at += piece) {
@@ -424,7 +435,6 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
     }
   }
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    out[i] = Status();
     std::optional<ContentHasher> hasher;
     if (ops[i].hashed != nullptr) hasher.emplace();
     std::uint64_t ns = 0;
@@ -540,6 +550,7 @@ Status Fabric::close() {
   if (shards_) shards_->close();  // remote keys before the endpoints go
   shards_.reset();
   message_reads_.reset();  // its request handler is the messenger's, its reply handler the worker's
+  holder_checks_.reset();  // its handlers are the messenger's
   message_shards_.reset();  // its handlers are the messenger's
   messenger_.reset();
   std::unique_lock lock(peers_mu_);

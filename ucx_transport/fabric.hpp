@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/transport/holder_checks.hpp"
 #include "ucx_transport/address_book.hpp"
 #include "ucx_transport/context.hpp"
 #include "ucx_transport/memory.hpp"
@@ -73,7 +74,8 @@ class Fabric final : public ClosableTransport {
   Messenger* messenger() noexcept override;
   std::uint64_t messages_sent() const noexcept override;
   void begin_close() noexcept override { closing_.store(true, std::memory_order_release); }
-  // Remote reads as messages run it before serving a chunk's piece; gets cannot.
+  // Remote reads as messages run it before serving a chunk's piece; with gets, a holder runs it
+  // on the disk-tier chunks a reader asks about before its gets (HolderChecks).
   void set_serve_check(const ServeCheck& check) override;
   Status close() override;
 
@@ -94,6 +96,13 @@ class Fabric final : public ClosableTransport {
   bool reads_as_messages() const noexcept { return message_reads_ != nullptr; }
   // Bytes hashed as they arrived, for gets that wanted their hash (GetOp::hashed; tests).
   std::uint64_t bytes_hashed() const noexcept;
+  // Disk-tier chunks this rank asked holders to check before gets, and checked for others.
+  std::uint64_t holder_checks_asked() const noexcept {
+    return holder_checks_ ? holder_checks_->asked() : 0;
+  }
+  std::uint64_t holder_checks_answered() const noexcept {
+    return holder_checks_ ? holder_checks_->answered() : 0;
+  }
   std::chrono::milliseconds timeout() const noexcept { return options_.timeout; }
   // Waits for `request` (issued with `completion` as its user data) and frees it: the calling
   // thread progresses the worker for a while, then the progress thread completes it. A request
@@ -148,6 +157,7 @@ class Fabric final : public ClosableTransport {
   std::unique_ptr<class UcxMessenger> messenger_;
   std::unique_ptr<MessageShards> message_shards_;      // instead of shards_ (LARDER_DIRECTORY_OPS)
   std::unique_ptr<class MessageReads> message_reads_;  // instead of gets (LARDER_REMOTE_READS)
+  std::unique_ptr<HolderChecks> holder_checks_;        // with gets: holders check disk-tier chunks
   bool closed_ = false;
   std::atomic<bool> closing_{false};            // release/acquire: read by endpoint error handlers
   std::atomic<std::uint64_t> bytes_hashed_{0};  // by gets (message reads count their own)

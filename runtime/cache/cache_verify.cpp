@@ -44,11 +44,6 @@ void populate(std::span<const std::byte> bytes) {
   }
 }
 
-// This job's disk-tier arena, or a disk-tier file linked as a segment (a kept file).
-bool on_disk(Tier tier, std::uint32_t segment) noexcept {
-  return tier == Tier::kDisk || (tier == Tier::kFile && (segment & Segments::kDiskSegment) != 0);
-}
-
 // disk_checked's node words: checks of disk-tier chunks under way on the node, and whether one
 // found a mismatch in this job.
 constexpr int kDiskChecking = 0;
@@ -127,7 +122,7 @@ std::atomic<std::uint32_t>& Cache::disk_word(int i) noexcept {
 // job, and every disk-tier chunk read on it is checked from then on (a device that changed one
 // chunk's bytes is not trusted with the others).
 bool Cache::disk_checked(const ChunkRecord& record, std::span<const std::byte> bytes) {
-  if (!on_disk(record.tier, record.segment) || !config_.verify || record.hash == 0) return true;
+  if (!disk_backed(record.tier, record.segment) || !config_.verify || record.hash == 0) return true;
   std::atomic<std::uint32_t>& checking = disk_word(kDiskChecking);
   std::atomic<std::uint32_t>& suspect = disk_word(kDiskSuspect);
   const bool in_memory = resident_ ? resident_(bytes) : pages_resident(bytes);
@@ -146,7 +141,7 @@ bool Cache::disk_checked(const ChunkRecord& record, std::span<const std::byte> b
 // this node's own ranks read them as pages in memory). Runs on the thread that serves the read,
 // perhaps inside another read of this thread: that read's chunk is not the one warned about.
 bool Cache::serve_check(Tier tier, std::uint32_t segment, const Transport::ChunkOf& chunk) {
-  if (!on_disk(tier, segment) || !config_.verify || chunk.hash == 0 || chunk.length == 0 ||
+  if (!disk_backed(tier, segment) || !config_.verify || chunk.hash == 0 || chunk.length == 0 ||
       closing()) {
     return true;  // a memory-tier piece is served as it is
   }

@@ -29,8 +29,10 @@ enum class Channel : int {
   kOverflowAsk = 8,     // lookups and claims of keys in the home's overflow table (to the home)
   kOverflowAnswer = 9,  // their answers (to the requester)
   kOverflowFinal = 10,  // overflow entries this rank claimed are final (to their home)
+  kHolderCheck = 11,    // "check these chunks of your disk tier" (HolderChecks, before gets)
+  kHolderVerdict = 12,  // whether each passed (to the reader)
 };
-inline constexpr int kChannelCount = 11;
+inline constexpr int kChannelCount = 13;
 inline constexpr std::size_t kMaxMessage = 4096;
 
 class Messenger {

@@ -20,6 +20,7 @@
 
 #include "runtime/common/status.hpp"
 #include "runtime/tier/arena.hpp"
+#include "runtime/tier/segments.hpp"
 
 namespace larder {
 
@@ -34,6 +35,14 @@ constexpr std::uint64_t kMaxPiece = std::uint64_t{1} << 20;
 constexpr std::uint64_t piece_of(std::uint64_t read) noexcept {
   const std::uint64_t eighth = (read / 8 + 4095) / 4096 * 4096;
   return eighth < kMinPiece ? kMinPiece : eighth > kMaxPiece ? kMaxPiece : eighth;
+}
+
+// Whether bytes at `tier` (and, for Tier::kFile, segment `segment`) are on a disk tier: this
+// job's disk-tier arena, or a kept disk-tier file linked as a segment. Their pages may have to be
+// loaded from the device, which is a hop into the node's memory that is checked
+// (docs/architecture.md, "This job's own disk tier").
+constexpr bool disk_backed(Tier tier, std::uint32_t segment) noexcept {
+  return tier == Tier::kDisk || (tier == Tier::kFile && (segment & Segments::kDiskSegment) != 0);
 }
 
 class Transport {
@@ -97,9 +106,9 @@ class Transport {
   // What a holder runs before it serves a piece of a chunk of its own (the chunk named by the
   // reader's GetOp::chunk, in its arena `tier` or segment `segment`): false when the chunk's bytes
   // do not match `hash`, and the piece is then refused with EBADMSG. Called on the thread that
-  // serves the read. Transports whose holder takes part in serving a read (remote reads as
-  // messages) run it; one-sided gets cannot (docs/architecture.md, "Content hashes"). Set once,
-  // after the cache is made; it lives until close().
+  // serves the read (remote reads as messages), or that answers the reader's question before a
+  // one-sided get of a disk-tier chunk (HolderChecks). Set once, after the cache is made; it
+  // lives until close().
   using ServeCheck = std::function<bool(Tier tier, std::uint32_t segment, const ChunkOf& chunk)>;
   virtual void set_serve_check(const ServeCheck& /*check*/) {}
 };

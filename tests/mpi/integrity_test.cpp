@@ -301,45 +301,52 @@ TEST_F(DiskTierTest, AfterAMismatchChunksInMemoryAreCheckedToo) {
 // Nodes of one rank; rank 0 alone has a disk tier (and no memory tier), the others no tier at
 // all, so they read rank 0's chunks over the network into their buffers, as messages: rank 0
 // serves them from its disk tier.
+// Rank 0 holds every chunk on its disk tier; the other ranks (nodes of one rank each) read them
+// from it, as messages (the holder serves each piece) or with one-sided gets (the holder is asked
+// to check the chunks first: HolderChecks). With LARDER_TRANSPORT=mpi both are MPI gets.
 class ServedDiskTest : public DiskTierTest {
  protected:
   void SetUp() override {
     DiskTierTest::SetUp();
     set_env("LARDER_NODE_SIZE", "1");
-    set_env("LARDER_REMOTE_READS", "messages");
     if (rank() != 0) set_env("LARDER_DISK", "0");
+  }
+  void spoiled_pages_are_checked_before_they_are_served(std::uint64_t seed) {
+    const auto direct = cached_on_disk("served", seed);
+    spoil_disk_arena();
+    // Rank 0's spoiled pages are not in memory: the first remote read of each chunk brings them
+    // in from the device. Rank 0 checks them before they are read, finds them bad and refuses.
+    g_resident = false;
+    for (int turn = 1; turn < size(); ++turn) {
+      if (turn == rank()) {
+        EXPECT_EQ(read_in_pieces(data("served"), 100'000), direct) << "rank " << rank();
+      }
+      barrier();
+    }
+    // Now the pages are in memory, as the transport left them. Without the holder's check rank 0
+    // would read them unchecked as its own memory: the spoiled bytes.
+    g_resident = true;
+    if (rank() == 0) {
+      EXPECT_EQ(read_in_pieces(data("served"), 100'000), direct) << "rank 0, after serving";
+    }
+    const auto stats = finalize();
+    // Each chunk was found bad by rank 0 when first asked for (and again by rank 0's own read,
+    // its node now suspect); the readers took it from the PFS, and so did rank 0.
+    EXPECT_GE(u64(stats["integrity"]["mismatches"]), 2 * kChunks);
+    EXPECT_GE(u64(stats["fallback_causes"]["integrity"]),
+              static_cast<std::uint64_t>(size()) * kChunks);
+    EXPECT_EQ(u64(stats["fallback_causes"]["transport"]), 0U);
   }
 };
 
 TEST_F(ServedDiskTest, PagesATransportLoadsFromTheDeviceAreCheckedBeforeTheyAreServed) {
-  const char* transport = std::getenv("LARDER_TRANSPORT");
-  if (transport != nullptr && std::string(transport) == "mpi") {
-    GTEST_SKIP() << "one-sided MPI gets: the holder takes no part in serving a read";
-  }
-  const auto direct = cached_on_disk("served", 79);
-  spoil_disk_arena();
-  // Rank 0's spoiled pages are not in memory: the first remote read of each chunk brings them
-  // in from the device. Rank 0 checks them before it serves them, finds them bad and refuses.
-  g_resident = false;
-  for (int turn = 1; turn < size(); ++turn) {
-    if (turn == rank()) {
-      EXPECT_EQ(read_in_pieces(data("served"), 100'000), direct) << "rank " << rank();
-    }
-    barrier();
-  }
-  // Now the pages are in memory, as the transport left them. Without the holder's check rank 0
-  // would read them unchecked as its own memory: the spoiled bytes.
-  g_resident = true;
-  if (rank() == 0) {
-    EXPECT_EQ(read_in_pieces(data("served"), 100'000), direct) << "rank 0, after serving";
-  }
-  const auto stats = finalize();
-  // Each chunk was found bad by rank 0 when first asked for (and again by rank 0's own read,
-  // its node now suspect); the readers took it from the PFS, and so did rank 0.
-  EXPECT_GE(u64(stats["integrity"]["mismatches"]), 2 * kChunks);
-  EXPECT_GE(u64(stats["fallback_causes"]["integrity"]),
-            static_cast<std::uint64_t>(size()) * kChunks);
-  EXPECT_EQ(u64(stats["fallback_causes"]["transport"]), 0U);
+  set_env("LARDER_REMOTE_READS", "messages");
+  spoiled_pages_are_checked_before_they_are_served(79);
+}
+
+TEST_F(ServedDiskTest, PagesAOneSidedGetLoadsFromTheDeviceAreCheckedBeforeTheGet) {
+  set_env("LARDER_REMOTE_READS", "rma");
+  spoiled_pages_are_checked_before_they_are_served(80);
 }
 
 TEST_F(IntegrityTest, WithVerifyOffNothingIsHashed) {

@@ -1,144 +1,49 @@
-// MessageShards over an in-process network: each fake rank has a messenger whose messages are
-// run by that rank's own dispatcher thread (as the progress thread runs them), so operations
-// really cross threads, and a rank can be made to drop or hold its messages.
+// MessageShards over an in-process network (FakeMessengers): operations really cross threads,
+// and a rank can be made to drop or hold its messages.
 #include "runtime/directory/message_shards.hpp"
 
 #include <gtest/gtest.h>
 
-#include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
+#include "tests/support/fake_messengers.hpp"
+
 namespace larder {
 namespace {
 
-class FakeNetwork;
-
-class FakeMessenger final : public Messenger {
- public:
-  FakeMessenger(FakeNetwork& net, int rank) : net_(net), rank_(rank) {}
-  FakeMessenger(const FakeMessenger&) = delete;
-  FakeMessenger& operator=(const FakeMessenger&) = delete;
-  FakeMessenger(FakeMessenger&&) = delete;
-  FakeMessenger& operator=(FakeMessenger&&) = delete;
-  ~FakeMessenger() override { stop(); }
-  void on(Channel channel, Handler handler) override {
-    handlers_[static_cast<std::size_t>(channel)] = std::move(handler);
-  }
-  Status send(int to, Channel channel, std::span<const std::byte> body) override;
-
-  void deliver(int from, Channel channel, std::vector<std::byte> body) {
-    std::lock_guard lock(mu_);
-    if (dead_) return;  // a dead rank neither answers nor keeps anything
-    queue_.push_back(Message{from, channel, std::move(body)});
-    changed_.notify_all();
-  }
-  void start() {
-    thread_ = std::thread([this] { run(); });
-  }
-  void stop() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-      changed_.notify_all();
-    }
-    if (thread_.joinable()) thread_.join();
-  }
-  void set_dead() {
-    std::lock_guard lock(mu_);
-    dead_ = true;
-    queue_.clear();
-  }
-  // Holds incoming messages until release() (a slow rank).
-  void hold() {
-    std::lock_guard lock(mu_);
-    held_ = true;
-  }
-  void release() {
-    std::lock_guard lock(mu_);
-    held_ = false;
-    changed_.notify_all();
-  }
-  std::size_t queued() {
-    std::lock_guard lock(mu_);
-    return queue_.size();
-  }
-  // Waits until every queued message has been handled.
-  void drain() {
-    std::unique_lock lock(mu_);
-    changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
-  }
-
- private:
-  struct Message {
-    int from;
-    Channel channel;
-    std::vector<std::byte> body;
-  };
-  void run() {
-    std::unique_lock lock(mu_);
-    while (true) {
-      changed_.wait(lock, [&] { return stopping_ || (!held_ && !queue_.empty()); });
-      if (stopping_) return;
-      Message m = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      const Handler& h = handlers_[static_cast<std::size_t>(m.channel)];
-      if (h) h(m.from, m.body);
-      lock.lock();
-      busy_ = false;
-      changed_.notify_all();
-    }
-  }
-
-  FakeNetwork& net_;
-  const int rank_;
-  std::array<Handler, kChannelCount> handlers_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<Message> queue_;
-  bool stopping_ = false;
-  bool dead_ = false;
-  bool held_ = false;
-  bool busy_ = false;
-  std::thread thread_;
-};
+using testing::FakeMessenger;
+using testing::FakeMessengers;
 
 class FakeNetwork {
  public:
   explicit FakeNetwork(int ranks, std::size_t shard_bytes = 4096,
-                       std::chrono::milliseconds timeout = std::chrono::milliseconds(60'000)) {
-    for (int r = 0; r < ranks; ++r)
-      messengers_.push_back(std::make_unique<FakeMessenger>(*this, r));
+                       std::chrono::milliseconds timeout = std::chrono::milliseconds(60'000))
+      : messengers_(ranks) {
     failed_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(ranks));
     for (int r = 0; r < ranks; ++r) {
       shards_.push_back(std::make_unique<MessageShards>(
-          r, ranks, shard_bytes, *messengers_[static_cast<std::size_t>(r)], timeout,
+          r, ranks, shard_bytes, messengers_[r], timeout,
           [this](int rank) { return failed_[static_cast<std::size_t>(rank)].load(); },
           [this, r](int rank) {
             std::lock_guard lock(mu_);
             given_up_.emplace_back(r, rank);
           }));
     }
-    for (auto& m : messengers_) m->start();
+    messengers_.start();
   }
   FakeNetwork(const FakeNetwork&) = delete;
   FakeNetwork& operator=(const FakeNetwork&) = delete;
   FakeNetwork(FakeNetwork&&) = delete;
   FakeNetwork& operator=(FakeNetwork&&) = delete;
-  ~FakeNetwork() {
-    for (auto& m : messengers_) m->stop();
-  }
+  ~FakeNetwork() { messengers_.stop(); }
   MessageShards& shards(int r) { return *shards_[static_cast<std::size_t>(r)]; }
-  FakeMessenger& messenger(int r) { return *messengers_[static_cast<std::size_t>(r)]; }
+  FakeMessenger& messenger(int r) { return messengers_[r]; }
   void mark_failed(int r) { failed_[static_cast<std::size_t>(r)] = true; }
   // (the rank that gave up, the rank it gave up on)
   std::vector<std::pair<int, int>> given_up() {
@@ -147,18 +52,12 @@ class FakeNetwork {
   }
 
  private:
-  std::vector<std::unique_ptr<FakeMessenger>> messengers_;
+  FakeMessengers messengers_;
   std::vector<std::unique_ptr<MessageShards>> shards_;
   std::unique_ptr<std::atomic<bool>[]> failed_;
   std::mutex mu_;
   std::vector<std::pair<int, int>> given_up_;
 };
-
-Status FakeMessenger::send(int to, Channel channel, std::span<const std::byte> body) {
-  if (body.size() > kMaxMessage) return {Errc::kInvalidArgument, EMSGSIZE, "too large"};
-  net_.messenger(to).deliver(rank_, channel, {body.begin(), body.end()});
-  return {};
-}
 
 TEST(MessageShardsTest, OneOfManyConcurrentClaimsWinsAndEveryoneSeesTheWinner) {
   FakeNetwork net(3);
