@@ -14,6 +14,7 @@
 #include "runtime/chunk/chunk_math.hpp"
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
+#include "runtime/tier/segments.hpp"
 
 namespace larder::agent {
 namespace {
@@ -299,12 +300,22 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   if (!arena.ok() || rec.offset + offset_in_chunk + into.size() > (*arena)->capacity()) {
     return false;
   }
-  // A disk-tier chunk whose pages are not in memory would be read from the device now: the rank
-  // reads it instead, checked against its hash first (Cache::disk_checked).
-  if (rec.tier == Tier::kDisk && rec.hash != 0 &&
-      (rec.offset + rec.length > (*arena)->capacity() ||
-       !pages_resident({(*arena)->data() + rec.offset, rec.length}))) {
-    return false;
+  // A disk-tier chunk (this job's disk tier, or a kept disk-tier file) whose pages are not in
+  // memory would be read from the device now: the rank reads it instead, checked against its
+  // hash first (Cache::disk_checked). So does one with a check under way on the node, or on a
+  // node whose disk tier failed a check: the worker asks about the pages before it reads the
+  // words, as the ranks do, so pages in memory only because a failing check brought them in are
+  // never read unchecked.
+  if (disk_backed(rec.tier, rec.segment) && rec.hash != 0 && config_.verify) {
+    if (rec.offset + rec.length > (*arena)->capacity() ||
+        !pages_resident({(*arena)->data() + rec.offset, rec.length})) {
+      return false;
+    }
+    const NodeTable::WordsView* words = node_words();
+    if (words == nullptr || words->load(NodeTable::kDiskChecking) != 0 ||
+        words->load(NodeTable::kDiskSuspect) != 0) {
+      return false;
+    }
   }
   std::memcpy(into.data(), (*arena)->data() + rec.offset + offset_in_chunk, into.size());
   stats().add(copied ? Counter::hits_remote : Counter::hits_node);
@@ -312,6 +323,21 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   stats().add(copied ? Counter::served_remote_bytes : Counter::served_node_bytes, into.size());
   if (rec.tier == Tier::kDisk) stats().add(Counter::served_disk_bytes, into.size());
   return true;
+}
+
+const NodeTable::WordsView* AgentClient::node_words() {
+  std::call_once(words_once_, [this] {
+    auto reply = call(Op::kNodeWords, {}, {});
+    if (!reply.ok() || reply->status != 0 || reply->body.empty()) return;
+    auto view = NodeTable::WordsView::open(
+        std::string(reinterpret_cast<const char*>(reply->body.data()), reply->body.size()));
+    if (view.ok()) {
+      words_ = std::move(*view);
+    } else {
+      LARDER_LOG_DEBUG("disk-tier chunks are read through the rank: {}", view.status().message());
+    }
+  });
+  return words_.get();
 }
 
 Result<std::string> AgentClient::node_file(const CachedFile& file) {

@@ -20,6 +20,7 @@
 #include "runtime/agent/protocol.hpp"
 #include "runtime/agent/worker_stats.hpp"
 #include "runtime/api/file_service.hpp"
+#include "runtime/node/node_table.hpp"
 #include "runtime/stats/stats.hpp"
 #include "runtime/tier/peer_arenas.hpp"
 
@@ -48,6 +49,9 @@ class AgentClient final : public FileService {
                            std::uint64_t offset) override;
 
   int rank() const noexcept { return rank_; }
+  // The node's words (Cache::disk_checked's), mapped on first use; null when the rank has none
+  // to show (then every disk-tier chunk is read through the rank).
+  const NodeTable::WordsView* node_words();
   // Without a stats slot: sends the counters gathered since the last flush. With one: nothing
   // to do (the rank reads the slot).
   void flush_stats() noexcept;
@@ -90,6 +94,8 @@ class AgentClient final : public FileService {
   std::unordered_map<std::string, KnownListing> lists_;   // guarded by memo_mu_
   std::unordered_map<Key, ChunkRecord, KeyHash> places_;  // guarded by memo_mu_
   PeerArenas arenas_;
+  std::once_flag words_once_;
+  std::unique_ptr<NodeTable::WordsView> words_;  // set once, under words_once_
 
   std::unique_ptr<WorkerStatsFile> stats_file_;      // the rank's worker stats file, mapped
   Stats* shared_stats_ = nullptr;                    // this worker's slot in it, or null

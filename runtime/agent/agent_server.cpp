@@ -327,6 +327,11 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, Co
       if (path.empty()) return unavailable(fd, op);
       return send_message(fd, op, 0, bytes_of(std::string_view(path)));
     }
+    case Op::kNodeWords: {
+      const std::string path = s->node_words_path();
+      if (path.empty()) return unavailable(fd, op);
+      return send_message(fd, op, 0, bytes_of(std::string_view(path)));
+    }
     case Op::kStats: {
       const std::size_t n = std::min<std::size_t>(body.size() / 8, kCounterCount);
       for (std::size_t i = 0; i < n; ++i) {

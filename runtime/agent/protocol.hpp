@@ -22,7 +22,7 @@ namespace larder::agent {
 inline constexpr char kEnvName[] = "LARDER_AGENT";
 // Set (to the same name) once the agent serves requests: the loader's audit module asks only then.
 inline constexpr char kServingEnvName[] = "LARDER_AGENT_SERVING";
-inline constexpr std::uint32_t kVersion = 7;
+inline constexpr std::uint32_t kVersion = 8;
 
 enum class Op : std::uint32_t {
   kHello = 1,     // body: u32 version                 -> HelloReply + worker stats file path
@@ -43,6 +43,7 @@ enum class Op : std::uint32_t {
   kProduceAbandon = 13,  // body: path, canonical                   -> nothing
   kProduceAlias = 14,    // body: from, to                          -> PathRecord
   kProduceDir = 15,      // body: none                              -> the files directory
+  kNodeWords = 16,       // body: none -> the file of the node's words (NodeTable::WordsView)
 };
 
 // Reply status: 0, an errno of the file system (kRead), or kUnavailable: the agent cannot

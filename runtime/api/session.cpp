@@ -366,6 +366,10 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
   return s;
 }
 
+std::string Session::node_words_path() const {
+  return node_table_ ? node_table_->words_path() : std::string();
+}
+
 std::string Session::storage_path(int rank, Tier tier, std::uint32_t segment) const {
   if (tier != Tier::kFile) return job_dir_.arena_path(rank, tier);
   if ((segment & Segments::kDiskSegment) != 0) {

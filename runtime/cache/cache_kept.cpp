@@ -316,8 +316,7 @@ Result<std::uint64_t> Cache::keep_step(const std::string& job) {
       if (holder == nullptr) continue;  // a segment dropped since
       it = number.emplace(id, static_cast<std::uint32_t>(files.size())).first;
       files.push_back(holder->path());
-      disk.push_back(tier == Tier::kDisk ||
-                     (tier == Tier::kFile && (r.segment & Segments::kDiskSegment) != 0));
+      disk.push_back(disk_backed(tier, r.segment));
     }
     r.file = it->second;
     r.segment = 0;

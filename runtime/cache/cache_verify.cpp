@@ -45,9 +45,9 @@ void populate(std::span<const std::byte> bytes) {
 }
 
 // disk_checked's node words: checks of disk-tier chunks under way on the node, and whether one
-// found a mismatch in this job.
-constexpr int kDiskChecking = 0;
-constexpr int kDiskSuspect = 1;
+// found a mismatch in this job (DataLoader workers read them too: AgentClient::copy_local).
+constexpr int kDiskChecking = NodeTable::kDiskChecking;
+constexpr int kDiskSuspect = NodeTable::kDiskSuspect;
 
 }  // namespace
 

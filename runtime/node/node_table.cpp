@@ -221,6 +221,32 @@ std::atomic<std::uint32_t>& NodeTable::node_word(int i) const noexcept {
   return first_.table[0].spare[i];
 }
 
+Result<std::unique_ptr<NodeTable::WordsView>> NodeTable::WordsView::open(
+    const std::string& words_path) {
+  UniqueFd fd(sys::open(words_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return from_errno(errno, "cannot open the node words in " + words_path);
+  struct stat st {};
+  if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat " + words_path);
+  if (static_cast<std::size_t>(st.st_size) < sizeof(Entry)) {
+    return Status(Errc::kInvalidArgument, EINVAL, words_path + " holds no node words");
+  }
+  void* p = sys::mmap(nullptr, sizeof(Entry), PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (p == MAP_FAILED) return from_errno(errno, "cannot map the node words in " + words_path);
+  return std::unique_ptr<WordsView>(new WordsView(p, sizeof(Entry)));
+}
+
+NodeTable::WordsView::~WordsView() {
+  if (sys::munmap(map_, bytes_) != 0) {
+    LARDER_LOG_WARN("cannot unmap the node words: {}", log::errno_text(errno));
+  }
+}
+
+std::uint32_t NodeTable::WordsView::load(int i) const noexcept {
+  // The page is only read: the words' loads are plain loads, which read-only memory allows.
+  const auto* first = static_cast<const Entry*>(map_);
+  return first->spare[i].load();
+}
+
 NodeTable::Entry* NodeTable::entry_at(std::uint32_t slot) const noexcept {
   const int l = static_cast<int>(slot >> kIndexBits);
   const std::uint32_t i = slot & ((1u << kIndexBits) - 1);

@@ -86,9 +86,31 @@ class NodeTable {
 
   // Words the node's ranks share beside the answers, zero at creation: the spare words of level
   // 0's first entry, which no entry uses. Word i < kNodeWords; the cache's disk-tier checks use
-  // them (Cache::disk_checked).
+  // them (Cache::disk_checked): checks under way on the node, and whether one failed.
   static constexpr int kNodeWords = 4;
+  static constexpr int kDiskChecking = 0;
+  static constexpr int kDiskSuspect = 1;
   std::atomic<std::uint32_t>& node_word(int i) const noexcept;
+  // The file that holds the node words (level 0's, `path()` itself), for WordsView.
+  const std::string& words_path() const noexcept { return path_; }
+
+  // The node words, read-only, for a process that does not attach the table (a DataLoader
+  // worker): maps only the page that holds them.
+  class WordsView {
+   public:
+    static Result<std::unique_ptr<WordsView>> open(const std::string& words_path);
+    WordsView(const WordsView&) = delete;
+    WordsView& operator=(const WordsView&) = delete;
+    WordsView(WordsView&&) = delete;
+    WordsView& operator=(WordsView&&) = delete;
+    ~WordsView();
+    std::uint32_t load(int i) const noexcept;
+
+   private:
+    WordsView(void* map, std::size_t bytes) : map_(map), bytes_(bytes) {}
+    void* map_;
+    std::size_t bytes_;
+  };
 
  private:
   struct Entry;

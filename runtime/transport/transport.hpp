@@ -37,14 +37,6 @@ constexpr std::uint64_t piece_of(std::uint64_t read) noexcept {
   return eighth < kMinPiece ? kMinPiece : eighth > kMaxPiece ? kMaxPiece : eighth;
 }
 
-// Whether bytes at `tier` (and, for Tier::kFile, segment `segment`) are on a disk tier: this
-// job's disk-tier arena, or a kept disk-tier file linked as a segment. Their pages may have to be
-// loaded from the device, which is a hop into the node's memory that is checked
-// (docs/architecture.md, "This job's own disk tier").
-constexpr bool disk_backed(Tier tier, std::uint32_t segment) noexcept {
-  return tier == Tier::kDisk || (tier == Tier::kFile && (segment & Segments::kDiskSegment) != 0);
-}
-
 class Transport {
  public:
   virtual ~Transport() = default;

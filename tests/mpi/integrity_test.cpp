@@ -13,6 +13,9 @@
 #include <larder/larder.hpp>
 #include <string>
 
+#include "runtime/agent/agent_client.hpp"
+#include "runtime/agent/agent_server.hpp"
+#include "runtime/agent/channel.hpp"
 #include "runtime/common/content_hash.hpp"
 #include "tests/mpi/mpi_fixture.hpp"
 #include "tests/mpi/scoped_seams.hpp"
@@ -347,6 +350,49 @@ TEST_F(ServedDiskTest, PagesATransportLoadsFromTheDeviceAreCheckedBeforeTheyAreS
 TEST_F(ServedDiskTest, PagesAOneSidedGetLoadsFromTheDeviceAreCheckedBeforeTheGet) {
   set_env("LARDER_REMOTE_READS", "rma");
   spoiled_pages_are_checked_before_they_are_served(80);
+}
+
+// A DataLoader worker copies node-local chunks itself (AgentClient::copy_local). Once a check
+// has found the node's disk tier bad, it reads disk-tier chunks through its rank, which checks
+// them, even when their pages are in memory: it sees the node's words (NodeTable::WordsView).
+TEST_F(ServedDiskTest, AWorkerReadsDiskTierChunksThroughItsRankOnceTheNodeIsSuspect) {
+  const auto direct = cached_on_disk("worker", 81);
+  spoil_disk_arena();
+  // Rank 1's read has rank 0 check its spoiled chunks (pages "not in memory"): they fail, and
+  // rank 0's node is suspect from then on.
+  g_resident = false;
+  if (rank() == 1) {
+    EXPECT_EQ(read_in_pieces(data("worker"), 100'000), direct);
+  }
+  barrier();
+  g_resident = true;
+  if (rank() == 0) {
+    // A worker of rank 0, in this process: the spoiled pages are in the page cache, so without
+    // the node's words it copied them as they are.
+    auto server = agent::AgentServer::listen(agent::new_agent_name());
+    ASSERT_TRUE(server.ok()) << server.status().to_string();
+    (*server)->start((local_ / "worker-stats").string());
+    auto config = Config::from_environment();
+    ASSERT_TRUE(config.ok());
+    auto client = agent::AgentClient::connect((*server)->name(), *config);
+    ASSERT_TRUE(client.ok()) << client.status().to_string();
+    ASSERT_NE((*client)->node_words(), nullptr);  // so the worker decides by the node's words
+    auto record = (*client)->lookup(data("worker"));
+    ASSERT_TRUE(record.ok());
+    const CachedFile file = CachedFile::of(data("worker"), *record);
+    std::vector<std::byte> got(direct.size());
+    for (std::size_t off = 0; off < got.size(); off += 100'000) {
+      const std::size_t n = std::min<std::size_t>(100'000, got.size() - off);
+      auto read = (*client)->read(file, std::span(got).subspan(off, n), off);
+      ASSERT_TRUE(read.ok()) << read.status().to_string();
+      ASSERT_EQ(*read, n);
+    }
+    EXPECT_EQ(got, direct) << "a worker of the suspect node";
+    client->reset();
+    (*server)->stop();
+  }
+  const auto stats = finalize();
+  EXPECT_EQ(u64(stats["fallback_causes"]["transport"]), 0U);
 }
 
 TEST_F(IntegrityTest, WithVerifyOffNothingIsHashed) {

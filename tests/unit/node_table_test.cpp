@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -34,6 +35,36 @@ class NodeTableTest : public ::testing::Test {
   testing::TempDir dir{"larder-node-table"};
   std::unique_ptr<NodeTable> table;
 };
+
+TEST_F(NodeTableTest, AProcessWithoutTheTableSeesTheNodeWordsAsTheyChange) {
+  auto view = NodeTable::WordsView::open(table->words_path());
+  ASSERT_TRUE(view.ok()) << view.status().to_string();
+  EXPECT_EQ((*view)->load(NodeTable::kDiskChecking), 0U);
+  EXPECT_EQ((*view)->load(NodeTable::kDiskSuspect), 0U);
+  table->node_word(NodeTable::kDiskChecking).fetch_add(1);
+  table->node_word(NodeTable::kDiskSuspect).store(1);
+  EXPECT_EQ((*view)->load(NodeTable::kDiskChecking), 1U);
+  EXPECT_EQ((*view)->load(NodeTable::kDiskSuspect), 1U);
+  table->node_word(NodeTable::kDiskChecking).fetch_sub(1);
+  EXPECT_EQ((*view)->load(NodeTable::kDiskChecking), 0U);
+  // The words are not an entry: the table's answers do not touch them.
+  for (std::uint64_t n = 0; n < 200; ++n) {
+    const NodeTable::Found f = table->acquire(key_of(n), std::chrono::milliseconds(0));
+    if (f.outcome == NodeTable::Found::Outcome::kClaimed) table->publish(f.slot, filled(0xff));
+  }
+  EXPECT_EQ((*view)->load(NodeTable::kDiskSuspect), 1U);
+}
+
+TEST(NodeTableWordsTest, AMissingOrShortFileIsAnError) {
+  testing::TempDir dir("larder-node-words");
+  EXPECT_FALSE(NodeTable::WordsView::open(dir.path() + "/none.0").ok());
+  const std::string shortfile = dir.path() + "/short.0";
+  std::FILE* f = std::fopen(shortfile.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("x", f);
+  std::fclose(f);
+  EXPECT_FALSE(NodeTable::WordsView::open(shortfile).ok());
+}
 
 TEST_F(NodeTableTest, ARenewalIsClaimedOnceAndSeenByEveryoneAfter) {
   const Key k = key_of(1);
@@ -192,6 +223,7 @@ TEST(NodeTableLevelsTest, RanksGrowingTheTableTogetherClaimEachKeyOnce) {
   std::atomic<int> claims{0};
   std::atomic<int> full{0};
   std::vector<std::thread> threads;
+  threads.reserve(ranks.size());
   for (auto& t : ranks) {
     threads.emplace_back([&, table = t.get()] {
       for (int n = 0; n < kKeys; ++n) {
