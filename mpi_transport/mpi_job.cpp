@@ -539,8 +539,7 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
           std::make_unique<MessageShards>(topology_.rank, topology_.size, shard_bytes,
                                           *impl_->messenger, config.wait_timeout, nullptr, nullptr);
     }
-    auto rma =
-        mpi::RmaTransport::create(comm_, tiers, impl_->messenger.get(), config.wait_timeout);
+    auto rma = mpi::RmaTransport::create(comm_, tiers, impl_->messenger.get(), config.wait_timeout);
     if (rma.ok()) impl_->rma = std::move(*rma);
     keep(rma.status());
     shards = impl_->shards ? static_cast<ShardOps*>(impl_->shards.get())
