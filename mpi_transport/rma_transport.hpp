@@ -53,13 +53,6 @@ class RmaTransport final : public Transport {
   // The holder's check of a disk-tier chunk a reader asks about (HolderChecks).
   void set_serve_check(const ServeCheck& check) override;
   Status close();  // collective
-  // Disk-tier chunks this rank asked holders to check, and checked for other ranks (tests).
-  std::uint64_t holder_checks_asked() const noexcept {
-    return holder_checks_ ? holder_checks_->asked() : 0;
-  }
-  std::uint64_t holder_checks_answered() const noexcept {
-    return holder_checks_ ? holder_checks_->answered() : 0;
-  }
   // Bytes hashed as they arrived, for gets that wanted their hash (GetOp::hashed; tests).
   std::uint64_t bytes_hashed() const noexcept {
     return bytes_hashed_.load(std::memory_order_relaxed);

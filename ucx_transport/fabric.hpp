@@ -96,13 +96,6 @@ class Fabric final : public ClosableTransport {
   bool reads_as_messages() const noexcept { return message_reads_ != nullptr; }
   // Bytes hashed as they arrived, for gets that wanted their hash (GetOp::hashed; tests).
   std::uint64_t bytes_hashed() const noexcept;
-  // Disk-tier chunks this rank asked holders to check before gets, and checked for others.
-  std::uint64_t holder_checks_asked() const noexcept {
-    return holder_checks_ ? holder_checks_->asked() : 0;
-  }
-  std::uint64_t holder_checks_answered() const noexcept {
-    return holder_checks_ ? holder_checks_->answered() : 0;
-  }
   std::chrono::milliseconds timeout() const noexcept { return options_.timeout; }
   // Waits for `request` (issued with `completion` as its user data) and frees it: the calling
   // thread progresses the worker for a while, then the progress thread completes it. A request

@@ -44,11 +44,6 @@ void populate(std::span<const std::byte> bytes) {
   }
 }
 
-// disk_checked's node words: checks of disk-tier chunks under way on the node, and whether one
-// found a mismatch in this job (DataLoader workers read them too: AgentClient::copy_local).
-constexpr int kDiskChecking = NodeTable::kDiskChecking;
-constexpr int kDiskSuspect = NodeTable::kDiskSuspect;
-
 }  // namespace
 
 Cache::ChunkContext::ChunkContext(const CachedFile& file, std::uint64_t index) noexcept
@@ -123,8 +118,8 @@ std::atomic<std::uint32_t>& Cache::disk_word(int i) noexcept {
 // chunk's bytes is not trusted with the others).
 bool Cache::disk_checked(const ChunkRecord& record, std::span<const std::byte> bytes) {
   if (!disk_backed(record.tier, record.segment) || !config_.verify || record.hash == 0) return true;
-  std::atomic<std::uint32_t>& checking = disk_word(kDiskChecking);
-  std::atomic<std::uint32_t>& suspect = disk_word(kDiskSuspect);
+  std::atomic<std::uint32_t>& checking = disk_word(NodeTable::kDiskChecking);
+  std::atomic<std::uint32_t>& suspect = disk_word(NodeTable::kDiskSuspect);
   const bool in_memory = resident_ ? resident_(bytes) : pages_resident(bytes);
   if (in_memory && checking.load() == 0 && suspect.load() == 0) return true;
   checking.fetch_add(1);
