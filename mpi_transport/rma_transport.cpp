@@ -108,8 +108,10 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   // a little between tests: MPI_Win_flush would spin on the CPU for the whole round trip, and
   // where the target's MPI must answer the get in software (no RDMA: the target's progress
   // thread polls), the spinning readers of a node take the cores that thread needs.
-  // A get whose hash is wanted (GetOp::hashed) is issued in pieces (piece_of), and each piece is
-  // hashed as soon as it and the pieces before it have arrived, while later ones are in flight.
+  // A get from a tier's window is issued in pieces (piece_of), whether or not its hash is wanted
+  // (GetOp::hashed), so that checking costs only the hash: each piece is hashed as soon as it and
+  // the pieces before it have arrived, while later ones are in flight. Gets from node files'
+  // segments are whole (the caller hashes them).
   std::vector<MPI_Request> requests;
   std::vector<std::size_t> of;                        // the op of each request
   std::vector<std::size_t> first(ops.size() + 1, 0);  // ops[i]'s requests: [first[i], first[i+1])
@@ -122,8 +124,8 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     first[i] = requests.size();
     if (!out[i].ok()) continue;
-    const bool hash = ops[i].hashed != nullptr && ops[i].tier != Tier::kFile;
-    out[i] = issue(ops[i], hash ? piece_of(ops[i].into.size()) : ops[i].into.size(), requests,
+    const bool pieces = ops[i].tier != Tier::kFile;
+    out[i] = issue(ops[i], pieces ? piece_of(ops[i].into.size()) : ops[i].into.size(), requests,
                    flush_segments_of);
     of.resize(requests.size(), i);
   }

@@ -405,9 +405,10 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
     message_reads_->get_many(ops, out);
     return;
   }
-  // Every get is issued first, so that they overlap; then each is waited for. A get whose hash
-  // is wanted is issued in pieces (piece_of), each hashed as soon as it has arrived, while the
-  // next ones are still in flight.
+  // Every get is issued first, so that they overlap; then each is waited for. Each is issued in
+  // pieces (piece_of), whether or not its hash is wanted, so that checking costs only the hash:
+  // a wanted hash is fed each piece as soon as it has arrived, while the next ones are still in
+  // flight.
   struct InFlight {
     Completion c;
     Peer* peer = nullptr;
@@ -421,8 +422,7 @@ void Fabric::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   if (holder_checks_) holder_checks_->check(ops, out);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (!out[i].ok()) continue;
-    const std::uint64_t piece =
-        ops[i].hashed != nullptr ? piece_of(ops[i].into.size()) : ops[i].into.size();
+    const std::uint64_t piece = piece_of(ops[i].into.size());
     for (std::uint64_t at = 0; at == 0 || at < ops[i].into.size(); at += piece) {
       auto f = std::make_unique<InFlight>();
       GetOp part = ops[i];

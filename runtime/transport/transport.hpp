@@ -24,12 +24,12 @@
 
 namespace larder {
 
-// Remote reads whose hash is wanted (Transport::GetOp::hashed) are made in pieces, so that the
-// reader copies and hashes piece k while piece k + 1 is in flight: about 8 pieces a read, each of
-// 256 KiB to 1 MiB (a read of at most 256 KiB is one piece). The last piece's hash is what is not
-// hidden: an eighth of a read's hash. Smaller pieces cost a message or a request each (UCX active
-// messages reach 2.0 GB/s at 64 KiB and 4.5 GB/s at 1 MiB on this machine's loopback:
-// docs/protocol.md, "Remote reads as messages").
+// Remote reads are made in pieces, so that the reader copies and hashes piece k while piece k + 1
+// is in flight (the same pieces whether or not the hash is wanted, Transport::GetOp::hashed):
+// about 8 pieces a read, each of 256 KiB to 1 MiB (a read of at most 256 KiB is one piece). The
+// last piece's hash is what is not hidden: an eighth of a read's hash. Smaller pieces cost a
+// message or a request each (UCX active messages reach 2.0 GB/s at 64 KiB and 4.5 GB/s at 1 MiB on
+// this machine's loopback: docs/protocol.md, "Remote reads as messages").
 constexpr std::uint64_t kMinPiece = std::uint64_t{256} << 10;
 constexpr std::uint64_t kMaxPiece = std::uint64_t{1} << 20;
 constexpr std::uint64_t piece_of(std::uint64_t read) noexcept {
