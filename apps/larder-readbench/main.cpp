@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,9 @@ nlohmann::json to_json(const Sample& s) {
           {"ops", s.ops},
           {"seconds", s.seconds},
           {"GBps", s.gbps()},
-          {"usec_per_op", s.usec_per_op()}};
+          {"usec_per_op", s.usec_per_op()},
+          {"reader_cpu_s", s.reader_cpu_s},
+          {"serving_cpu_s", s.serving_cpu_s}};
 }
 
 struct Args {
@@ -67,6 +70,8 @@ struct Args {
   std::string json;
   unsigned seconds = 10;
   unsigned repeat = 3;
+  bool waiters_sleep = false;
+  std::string transport = "ucx";  // verify: the transport of the remote reads
 };
 
 Plan plan_for(const Args& a, std::uint64_t size, const std::string& transport) {
@@ -76,6 +81,7 @@ Plan plan_for(const Args& a, std::uint64_t size, const std::string& transport) {
   p.chunks = std::clamp<std::uint64_t>(a.footprint / size, 4, 4096);
   p.target = a.bytes;
   p.transport = transport;
+  p.waiters_sleep = a.waiters_sleep;
   return p;
 }
 
@@ -134,13 +140,31 @@ nlohmann::json run_verify(const Args& a, int rank) {
                      : (v.size() % 2 == 1 ? v[v.size() / 2]
                                           : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
   };
+  // How far the median of the pairs' ratios can be trusted: a 95 % interval by bootstrap (the
+  // median of 2,000 resamplings of the pairs with replacement; a fixed seed, so that the same
+  // pairs give the same interval).
+  auto median_interval = [&median](const std::vector<double>& v) -> std::pair<double, double> {
+    if (v.size() < 2) return {median(v), median(v)};
+    std::mt19937_64 rng(42);
+    std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
+    std::vector<double> medians(2000);
+    std::vector<double> resample(v.size());
+    for (double& m : medians) {
+      for (double& x : resample) x = v[pick(rng)];
+      m = median(resample);
+    }
+    std::sort(medians.begin(), medians.end());
+    return {medians[50], medians[1949]};
+  };
   for (std::uint64_t size : a.sizes) {
-    Plan p = plan_for(a, size, "ucx");
+    Plan p = plan_for(a, size, a.transport);
     Sample mem;
     Sample hash;
+    Sample hash_cached;
     if (rank == 0) {
       mem = larder::bench::measure_memcpy(p);
       hash = larder::bench::measure_hash(p);
+      hash_cached = larder::bench::measure_hash_cached(p);
     }
     std::vector<double> offs;
     std::vector<double> ons;
@@ -148,6 +172,12 @@ nlohmann::json run_verify(const Args& a, int rank) {
     std::vector<double> disk_offs;
     std::vector<double> disk_ons;
     std::vector<double> disk_ratios;
+    std::vector<double> reader_off;  // CPU ns per byte read
+    std::vector<double> reader_on;
+    std::vector<double> serving_off;
+    std::vector<double> serving_on;
+    std::vector<double> busy_off;  // cores Larder's threads of both ranks kept busy
+    std::vector<double> busy_on;
     nlohmann::json pairs = nlohmann::json::array();
     for (unsigned k = 0; k < a.repeat; ++k) {
       Sample off;
@@ -166,6 +196,15 @@ nlohmann::json run_verify(const Args& a, int rank) {
       offs.push_back(off.gbps());
       ons.push_back(on.gbps());
       ratios.push_back(off.gbps() > 0 ? on.gbps() / off.gbps() : 0.0);
+      reader_off.push_back(off.reader_ns_per_byte());
+      reader_on.push_back(on.reader_ns_per_byte());
+      serving_off.push_back(off.serving_ns_per_byte());
+      serving_on.push_back(on.serving_ns_per_byte());
+      auto busy = [](const Sample& x) {
+        return x.seconds > 0 ? (x.reader_cpu_s + x.serving_cpu_s) / x.seconds : 0.0;
+      };
+      busy_off.push_back(busy(off));
+      busy_on.push_back(busy(on));
       disk_offs.push_back(disk_off.gbps());
       disk_ons.push_back(disk_on.gbps());
       disk_ratios.push_back(disk_off.gbps() > 0 ? disk_on.gbps() / disk_off.gbps() : 0.0);
@@ -180,12 +219,35 @@ nlohmann::json run_verify(const Args& a, int rank) {
           "{:>7.3f}\n",
           size_label(size), mem.gbps(), hash.gbps(), hash.gbps() / mem.gbps(), median(offs),
           median(ons), median(ratios), median(disk_offs), median(disk_ons), median(disk_ratios));
+      // How far the remote on/off median can be trusted, and where the time goes: CPU per byte
+      // of the remote reads (the reader's process, the serving rank's threads other than its
+      // main one) against what the hash alone costs, and the cores those threads kept busy.
+      const auto [lo, hi] = median_interval(ratios);
+      fmt::print(
+          "{:>6} | remote on/off: 95 % interval of the median {:.3f}-{:.3f}, pairs {:.2f}-{:.2f}\n",
+          "", lo, hi, *std::min_element(ratios.begin(), ratios.end()),
+          *std::max_element(ratios.begin(), ratios.end()));
+      fmt::print(
+          "{:>6} | CPU ns/B: reader off {:.3f} on {:.3f}, serving off {:.3f} on {:.3f}; xxh3 "
+          "alone {:.3f} ({:.3f} in cache, {:.1f} GB/s); cores busy off {:.2f} on {:.2f}\n",
+          "", median(reader_off), median(reader_on), median(serving_off), median(serving_on),
+          hash.gbps() > 0 ? 1.0 / hash.gbps() : 0.0,
+          hash_cached.gbps() > 0 ? 1.0 / hash_cached.gbps() : 0.0, hash_cached.gbps(),
+          median(busy_off), median(busy_on));
       std::fflush(stdout);
       out.push_back({{"size", size},
                      {"memcpy", to_json(mem)},
                      {"xxh3", to_json(hash)},
+                     {"xxh3_cached", to_json(hash_cached)},
                      {"pairs", pairs},
                      {"median_ratio", median(ratios)},
+                     {"median_ratio_interval", {lo, hi}},
+                     {"cores_busy_off", median(busy_off)},
+                     {"cores_busy_on", median(busy_on)},
+                     {"reader_ns_per_byte_off", median(reader_off)},
+                     {"reader_ns_per_byte_on", median(reader_on)},
+                     {"serving_ns_per_byte_off", median(serving_off)},
+                     {"serving_ns_per_byte_on", median(serving_on)},
                      {"disk_median_ratio", median(disk_ratios)}});
     }
   }
@@ -280,6 +342,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   Args a;
   std::string sizes = "4K,16K,64K,256K,1M,4M,16M,64M", bytes = "1G", footprint = "256M";
+  std::string waiting = "spin";
   po::options_description desc(
       "larder-readbench MODE (tiers | transports | verify | idle) [options]");
   desc.add_options()("help,h", "show this help")("mode", po::value(&a.mode),
@@ -292,8 +355,12 @@ int main(int argc, char** argv) {
       "repeat", po::value(&a.repeat)->default_value(a.repeat),
       "verify: pairs of runs (off and on) per size")(
       "footprint", po::value(&footprint)->default_value(footprint),
-      "file size per chunk size (4..4096 chunks)")("json", po::value(&a.json),
-                                                   "also write the samples as JSON here");
+      "file size per chunk size (4..4096 chunks)")(
+      "transport", po::value(&a.transport)->default_value(a.transport),
+      "verify: the transport of the remote reads, ucx or mpi")(
+      "waiting", po::value(&waiting)->default_value(waiting),
+      "how the other ranks wait while one reads: spin (in MPI_Barrier) or sleep")(
+      "json", po::value(&a.json), "also write the samples as JSON here");
   po::positional_options_description pos;
   pos.add("mode", 1);
   try {
@@ -307,6 +374,11 @@ int main(int argc, char** argv) {
     }
     if (a.mode != "tiers" && a.mode != "transports" && a.mode != "verify" && a.mode != "idle")
       throw std::invalid_argument("MODE must be tiers, transports, verify or idle");
+    if (waiting != "spin" && waiting != "sleep")
+      throw std::invalid_argument("--waiting must be spin or sleep (got '" + waiting + "')");
+    a.waiters_sleep = waiting == "sleep";
+    if (a.transport != "ucx" && a.transport != "mpi")
+      throw std::invalid_argument("--transport must be ucx or mpi (got '" + a.transport + "')");
     if (size < 2) throw std::invalid_argument("run with at least 2 ranks (mpiexec -n 2)");
     for (std::size_t s = 0; s < sizes.size();) {
       const std::size_t e = sizes.find(',', s);
@@ -333,8 +405,13 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   if (rank == 0 && !a.json.empty()) {
-    std::ofstream(a.json)
-        << nlohmann::json{{"mode", a.mode}, {"ranks", size}, {"results", results}}.dump(2) << "\n";
+    std::ofstream(a.json) << nlohmann::json{{"mode", a.mode},
+                                            {"ranks", size},
+                                            {"waiting", a.waiters_sleep ? "sleep" : "spin"},
+                                            {"transport", a.transport},
+                                            {"results", results}}
+                                 .dump(2)
+                          << "\n";
   }
   MPI_Finalize();
   return 0;

@@ -4,6 +4,7 @@
 #include <larder/larder.h>
 #include <mpi.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 #if defined(__x86_64__) || defined(_M_X64)
@@ -11,6 +12,7 @@
 #endif
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -62,6 +64,20 @@ std::uint64_t read_pass(int fd, const Plan& p, std::vector<char>& buf) {
     ++ops;
   }
   return ops;
+}
+
+double cpu_clock(clockid_t id) {
+  timespec t{};
+  if (::clock_gettime(id, &t) != 0) throw std::runtime_error("clock_gettime failed");
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+// CPU time of this process's threads: all of them, or all but the calling (main) one.
+double process_cpu() {
+  return cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
+}
+double other_threads_cpu() {
+  return process_cpu() - cpu_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
 }  // namespace
@@ -125,14 +141,33 @@ Sample measure_hits(const Plan& p, Locality locality) {
     check(fd >= 0, "larder_open " + path);
   }
   Sample s;
-  if (rank == reader) {
+  if (rank == reader)
     read_pass(fd, p, buf);  // warm: directory answers remembered, endpoints connected
+  // The measured window, bracketed by barriers so that the serving rank's CPU is counted over it.
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double serving_before = rank == 0 && reader != 0 ? other_threads_cpu() : 0;
+  if (rank == reader) {
     const std::uint64_t passes = std::max<std::uint64_t>(1, p.target / (p.chunk * p.chunks));
+    const double cpu0 = process_cpu();
     const auto t0 = Clock::now();
     for (std::uint64_t i = 0; i < passes; ++i) s.ops += read_pass(fd, p, buf);
     s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    s.reader_cpu_s = process_cpu() - cpu0;
     s.bytes = s.ops * p.chunk;
   }
+  if (p.waiters_sleep) {
+    MPI_Request done = MPI_REQUEST_NULL;
+    MPI_Ibarrier(MPI_COMM_WORLD, &done);
+    for (int finished = 0;;) {
+      MPI_Test(&done, &finished, MPI_STATUS_IGNORE);
+      if (finished != 0) break;
+      const timespec ms{0, 1000000};
+      ::nanosleep(&ms, nullptr);
+    }
+  } else {
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  const double serving = rank == 0 && reader != 0 ? other_threads_cpu() - serving_before : 0;
   larder_close(fd);
   MPI_Barrier(MPI_COMM_WORLD);
   larder_stats_t st{};
@@ -142,12 +177,14 @@ Sample measure_hits(const Plan& p, Locality locality) {
   }
   check(larder_finalize() == LARDER_OK, "larder_finalize");
   // Bring the reader's figures to rank 0.
-  double v[3] = {static_cast<double>(s.bytes), static_cast<double>(s.ops), s.seconds};
+  double v[4] = {static_cast<double>(s.bytes), static_cast<double>(s.ops), s.seconds,
+                 s.reader_cpu_s};
   if (reader != 0) {
-    if (rank == reader) MPI_Send(v, 3, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
+    if (rank == reader) MPI_Send(v, 4, MPI_DOUBLE, 0, 7, MPI_COMM_WORLD);
     if (rank == 0) {
-      MPI_Recv(v, 3, MPI_DOUBLE, reader, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      s = Sample{static_cast<std::uint64_t>(v[0]), static_cast<std::uint64_t>(v[1]), v[2]};
+      MPI_Recv(v, 4, MPI_DOUBLE, reader, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      s = Sample{static_cast<std::uint64_t>(v[0]), static_cast<std::uint64_t>(v[1]), v[2], v[3],
+                 serving};
     }
   }
   return s;
@@ -189,6 +226,31 @@ Sample measure_hash(const Plan& p) {
   }
   s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   s.bytes = s.ops * p.chunk;
+  asm volatile("" : : "r"(sink) : "memory");
+  return s;
+}
+
+Sample measure_hash_cached(const Plan& p) {
+  // The piece size of a remote read of one chunk (runtime/transport/transport.hpp, piece_of).
+  constexpr std::uint64_t kMinPiece = std::uint64_t{256} << 10;
+  constexpr std::uint64_t kMaxPiece = std::uint64_t{1} << 20;
+  const std::uint64_t piece = std::clamp((p.chunk / 8 + 4095) / 4096 * 4096, kMinPiece, kMaxPiece);
+  std::vector<char> buf(piece, 1);
+  XXH3_state_t* state = XXH3_createState();
+  if (state == nullptr) throw std::runtime_error("XXH3_createState failed");
+  const std::uint64_t rounds = std::max<std::uint64_t>(1, p.target / piece);
+  std::uint64_t sink = XXH3_64bits(buf.data(), buf.size());  // warm: the buffer in the cache
+  Sample s;
+  const auto t0 = Clock::now();
+  for (std::uint64_t i = 0; i < rounds; ++i) {
+    (void)XXH3_64bits_reset(state);
+    (void)XXH3_64bits_update(state, buf.data(), buf.size());
+    sink ^= XXH3_64bits_digest(state);
+    ++s.ops;
+  }
+  s.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  s.bytes = s.ops * piece;
+  XXH3_freeState(state);
   asm volatile("" : : "r"(sink) : "memory");
   return s;
 }
