@@ -20,6 +20,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/transport/transport.hpp"  // piece_of
+
 namespace larder::bench {
 namespace {
 
@@ -231,10 +233,7 @@ Sample measure_hash(const Plan& p) {
 }
 
 Sample measure_hash_cached(const Plan& p) {
-  // The piece size of a remote read of one chunk (runtime/transport/transport.hpp, piece_of).
-  constexpr std::uint64_t kMinPiece = std::uint64_t{256} << 10;
-  constexpr std::uint64_t kMaxPiece = std::uint64_t{1} << 20;
-  const std::uint64_t piece = std::clamp((p.chunk / 8 + 4095) / 4096 * 4096, kMinPiece, kMaxPiece);
+  const std::uint64_t piece = larder::piece_of(p.chunk);  // a remote read's piece size
   std::vector<char> buf(piece, 1);
   XXH3_state_t* state = XXH3_createState();
   if (state == nullptr) throw std::runtime_error("XXH3_createState failed");
