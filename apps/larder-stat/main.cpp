@@ -179,12 +179,12 @@ void print_files(const json& s) {
   }
   if (nonzero("integrity.bytes_hashed")) {
     std::cout << fmt::format(
-        "integrity         {} checks, {} hashed in {}; {} mismatches, {} read again, {} holders "
-        "marked bad\n",
+        "integrity         {} checks, {} hashed in {}; {} mismatches, {} read again ({} taken "
+        "from the PFS once for a node), {} holders marked bad\n",
         num(counter(s, "integrity.checked")), bytes(counter(s, "integrity.bytes_hashed")),
         time_text(static_cast<double>(counter(s, "integrity.ns").value_or(0))),
         num(counter(s, "integrity.mismatches")), num(counter(s, "integrity.refetched")),
-        num(counter(s, "integrity.holders_marked")));
+        num(counter(s, "integrity.reloaded")), num(counter(s, "integrity.holders_marked")));
   }
 }
 

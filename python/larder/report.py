@@ -155,6 +155,7 @@ DETAIL_GROUPS = (
         ("integrity.ns", "time spent hashing"),
         ("integrity.mismatches", "copies that did not match (discarded)"),
         ("integrity.refetched", "reads that took the bytes from another copy or the PFS"),
+        ("integrity.reloaded", "chunks a node took from the PFS once for its ranks after a bad copy"),
     )),
 )
 

@@ -16,6 +16,13 @@ constexpr std::int32_t kDirectOwner = -1;  // memo marker: read this chunk from 
 
 }  // namespace
 
+Payload Cache::direct_payload(FallbackCause cause) noexcept {
+  ChunkRecord direct;
+  direct.owner = kDirectOwner;
+  direct.segment = static_cast<std::uint32_t>(cause);
+  return pack(direct);
+}
+
 Cache::Cache(CacheParts parts)
     : config_(*parts.config),
       stats_(*parts.stats),
@@ -233,21 +240,25 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
                                      const ChunkRecord* into) {
   const Key key = chunk_key(file.id, index);
   const ChunkContext context(file, index);
-  ChunkRecord direct;
-  direct.owner = kDirectOwner;
-  const Payload read_pfs = pack(direct);
+  // A FAILED entry: the loader could not keep it (no room, or the file is shorter than it was).
+  const Payload read_pfs = direct_payload(FallbackCause::kNoRoom);
   const Answer a = resolve(
       key, kClaimIt | kTicket,
       [&](std::uint64_t ticket) { return load_chunk(file, index, ticket, false, into); },
-      [&](const Payload& p, const Tree& tree) { return localize_chunk(key, p, tree, into); },
+      [&](const Payload& p, const Tree& tree) {
+        return localize_chunk(key, p, tree, into, &file, index);
+      },
       &read_pfs);
   switch (a.kind) {
     case Answer::Kind::kCached: {
       const auto record = unpack<ChunkRecord>(a.payload);
       Located direct_read;
-      // The loader could not keep it (no room, or the file is shorter than it was).
-      direct_read.cause = FallbackCause::kNoRoom;
-      if (record.owner == kDirectOwner) return direct_read;
+      if (record.owner == kDirectOwner) {
+        direct_read.cause = record.segment < kFallbackCauses
+                                ? static_cast<FallbackCause>(record.segment)
+                                : FallbackCause::kOther;
+        return direct_read;
+      }
       // Bytes of another version of the file (it changed during the job): not these.
       if (record.version != 0 && file.version != 0 && record.version != file.version) {
         stats_.add(Counter::stale_chunks);

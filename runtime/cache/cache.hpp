@@ -382,8 +382,19 @@ class Cache {
   std::string node_file_name(const CachedFile& file) const;
 
   // node copies and fan-out (cache_copy.cpp)
+  // `file` and `index` (when known): the chunk, so that a node whose every source failed its
+  // check takes the PFS's bytes into its own copy, once for its ranks (reload_chunk).
   Result<Payload> localize_chunk(const Key& chunk, const Payload& origin, const Tree& tree,
-                                 const ChunkRecord* into = nullptr);
+                                 const ChunkRecord* into = nullptr,
+                                 const CachedFile* file = nullptr, std::uint64_t index = 0);
+  // After every copy on other nodes failed its check: chunk `index` of `file` read from the PFS
+  // into `copy` (this rank's place for it), and checked against the hash its origin made. True
+  // when this node now holds the right bytes; false when the PFS could not give them, or gave
+  // other bytes (the file changed since its origin read it).
+  bool reload_chunk(const CachedFile& file, std::uint64_t index, const ChunkRecord& copy);
+  // The answer "read the PFS", remembered by the node and its ranks, and why (FallbackCause in
+  // the record's `segment`, so that every reader counts its read under the cause).
+  static Payload direct_payload(FallbackCause cause) noexcept;
   // Node groups (LARDER_GROUP; docs/protocol.md, "Node groups"): the group entry of `key`, homed
   // on a rank of this node's group; false when the job has no groups.
   bool grouped() const noexcept { return group_size_ > 0; }

@@ -294,9 +294,7 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
   for (std::size_t i : which) {
     const auto origin = unpack<ChunkRecord>(items[i].answer.payload);
     if (origin.owner >= 0 && on_this_node(origin.owner) && !kept_record_usable(origin)) {
-      ChunkRecord direct;
-      direct.owner = -1;
-      items[i].answer.payload = pack(direct);  // an evicted kept file: read the PFS
+      items[i].answer.payload = direct_payload(FallbackCause::kNoRoom);  // an evicted kept file
       continue;
     }
     if (origin.owner < 0 || on_this_node(origin.owner)) continue;
@@ -342,25 +340,37 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
                                             .count()));
   for (std::size_t k = 0; k < ops.size(); ++k) {
     stats_.add(Counter::transport_gets);
-    if (!got[k].ok() && got[k].native_code() == EBADMSG) {
-      stats_.add(Counter::integrity_refetched);  // the holder's own check failed (its disk tier)
-      continue;  // the origin's copy stays the answer (checked again when used)
-    }
-    if (!got[k].ok()) {
+    BulkItem& item = items[of[k]];
+    const CachedFile file{item.path, item.file, item.size, item.version};
+    const ChunkContext context(file, 0);
+    bool bad = !got[k].ok() && got[k].native_code() == EBADMSG;  // the holder's own check failed
+    if (!got[k].ok() && !bad) {
       stats_.add(Counter::transport_errors);
       LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
                          ops[k].into.size(), ops[k].owner, got[k].to_string());
       continue;  // the origin's copy stays the answer
     }
-    stats_.add(Counter::transport_bytes, ops[k].into.size());
-    if (!verified(ops[k].into, copies[k].hash, ops[k].owner, "another node's copy",
-                  ops[k].hashed)) {
+    if (!bad) {
+      stats_.add(Counter::transport_bytes, ops[k].into.size());
+      bad = !verified(ops[k].into, copies[k].hash, ops[k].owner, "another node's copy",
+                      ops[k].hashed);
+    }
+    if (bad) {
+      // The origin's bytes are not the file's: the node takes the PFS's into its copy, once
+      // for all its ranks (left as the answer, each rank would read them, find them bad and
+      // read the PFS itself).
       stats_.add(Counter::integrity_refetched);
-      continue;  // the origin's copy stays the answer (read and checked again when used)
+      if (!reload_chunk(file, 0, copies[k])) {
+        item.answer.payload = direct_payload(FallbackCause::kIntegrity);
+        continue;
+      }
+      record_placed(item.key, copies[k]);
+      item.answer.payload = pack(copies[k]);
+      continue;
     }
     // List-ahead copies are outside the fan-out trees: about F of the nodes, picked by the key,
     // may stand in for the origin in a later step (KeptRecord::kStandIn).
-    const Key& key = items[of[k]].key;
+    const Key& key = item.key;
     const bool stand_in = (key.word + static_cast<std::uint64_t>(topology_.node())) %
                               std::max<std::uint64_t>(nodes_, 1) <
                           tree_fanout_;
@@ -368,7 +378,7 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
     stats_.add(Counter::node_copies);
     stats_.add(Counter::node_copy_bytes, ops[k].into.size());
     if (load_ != nullptr) load_->fetched(ops[k].owner, ops[k].into.size());
-    items[of[k]].answer.payload = pack(copies[k]);
+    item.answer.payload = pack(copies[k]);
   }
 }
 
@@ -481,9 +491,7 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
     it.key = chunk_key(rec.file, 0);
     if (claim_on_node(it)) chunks.push_back(std::move(it));
   }
-  ChunkRecord direct;
-  direct.owner = -1;
-  const Payload read_pfs = pack(direct);
+  const Payload read_pfs = direct_payload(FallbackCause::kNoRoom);
   resolve_bulk(
       chunks, kClaimIt,
       [&](const BulkItem& it) {

@@ -99,8 +99,31 @@ void Cache::mark_bad_holder(const Key& chunk, std::uint64_t position) {
   if (directory_.publish(mark, Payload{}).ok()) stats_.add(Counter::integrity_holders_marked);
 }
 
+bool Cache::reload_chunk(const CachedFile& file, std::uint64_t index, const ChunkRecord& copy) {
+  const std::span<std::byte> dst = own_bytes(copy);
+  if (dst.size() != copy.length || copy.length == 0 || closing()) return false;
+  auto n = pfs_.read(file.path, file.version, index * config_.chunk_size, dst);
+  if (!n.ok() || *n != copy.length) return false;
+  // The PFS's bytes are checked like any that enter the node: against the hash the chunk's
+  // origin made when it read them. Other bytes mean the file changed since (a later version is
+  // read from the PFS by its readers, as any change is).
+  if (config_.verify && copy.hash != 0 && hash_of(dst) != copy.hash) {
+    LARDER_LOG_LIMITED(kWarn,
+                       "{} chunk {} read from the file system does not match the hash its first "
+                       "reader made: the file changed during the job; reading it from the file "
+                       "system",
+                       file.path, index);
+    return false;
+  }
+  stats_.add(Counter::integrity_reloaded);
+  stats_.add(Counter::cached_chunks);
+  stats_.add(Counter::cached_bytes, copy.length);
+  return true;
+}
+
 Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, const Tree& tree,
-                                      const ChunkRecord* into) {
+                                      const ChunkRecord* into, const CachedFile* file,
+                                      std::uint64_t index) {
   const auto origin = unpack<ChunkRecord>(payload);
   if (node_ == nullptr || transport_ == nullptr || origin.owner < 0 || closing()) return payload;
   const Key& key = tree.key;
@@ -111,10 +134,9 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
   const bool may_hold =
       position != 0 && fanout::can_have_children(position, tree_fanout_, tree.nodes);
   if (on_this_node(origin.owner)) {
-    ChunkRecord direct;
-    direct.owner = -1;
     if (!kept_record_usable(origin)) {
-      return pack(direct);  // a kept file of this node, evicted for room: read the PFS
+      // A kept file of this node, evicted for room: read the PFS.
+      return direct_payload(FallbackCause::kNoRoom);
     }
     // A kept copy of this node that reached it through the directory (another node published
     // it as the chunk's origin): nobody on this node checked it in this step, and reads inside
@@ -122,7 +144,7 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
     if (origin.tier == Tier::kFile && (origin.segment & Segments::kKeptSegment) != 0 &&
         !verified(node_bytes(origin), origin.hash, origin.owner, "a kept store")) {
       stats_.add(Counter::integrity_refetched);
-      return pack(direct);
+      return direct_payload(FallbackCause::kIntegrity);
     }
     // A rank of the origin's own node with a ticket (its node table could not answer): it
     // copies nothing, but a place below it may be waiting for its entry: the origin's copy.
@@ -189,23 +211,30 @@ Result<Payload> Cache::localize_chunk(const Key& chunk, const Payload& payload, 
     if (!first.ok() && first.native_code() == EBADMSG && source->owner != origin.owner) {
       mark_bad_holder(key, source->position);  // the readers below it go around it
     }
+    bool reloaded = false;
     if (!first.ok()) {
       const Status again = source->owner == origin.owner ? first : copy_from(origin, copy).status();
       if (!again.ok() && again.native_code() == EBADMSG) {
-        // The origin's own bytes do not match their hash: nobody on this node reads them.
-        if (holder) (void)directory_.abandon(lookups[0].key);
+        // The origin's own bytes do not match their hash: nobody on this node reads them. The
+        // node takes the PFS's bytes into this copy instead, once for all its ranks (each rank
+        // reading the PFS itself would multiply the PFS's load by the ranks of the node).
         stats_.add(Counter::integrity_refetched);
-        ChunkRecord direct;
-        direct.owner = -1;
-        return pack(direct);
+        reloaded = file != nullptr && reload_chunk(*file, index, copy);
+        if (!reloaded) {
+          if (holder) (void)directory_.abandon(lookups[0].key);
+          return direct_payload(FallbackCause::kIntegrity);
+        }
+      } else if (!again.ok()) {
+        return give_up();
       }
-      if (!again.ok()) return give_up();
     }
-    if (!first.ok() && first.native_code() == EBADMSG) {
+    if (!first.ok() && first.native_code() == EBADMSG && !reloaded) {
       stats_.add(Counter::integrity_refetched);  // a bad holder: the origin's bytes instead
     }
-    stats_.add(Counter::node_copies);
-    stats_.add(Counter::node_copy_bytes, copy.length);
+    if (!reloaded) {
+      stats_.add(Counter::node_copies);
+      stats_.add(Counter::node_copy_bytes, copy.length);
+    }
   }
   // A copy made straight from the chunk's origin in the job-wide tree (not a node group's tree)
   // may stand in for the origin in a later step the origin's node is not part of.

@@ -224,12 +224,13 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
       node_->fail(nc.slot);
     } else {
       const CachedFile f = CachedFile::of(path, rec);
-      ChunkRecord direct;
-      direct.owner = -1;
-      const Payload read_pfs = pack(direct);
+      const ChunkContext context(f, 0);
+      const Payload read_pfs = direct_payload(FallbackCause::kNoRoom);
       const Answer c = finish_claim(
           ckey, claims[1], [&](std::uint64_t ticket) { return load_chunk(f, 0, ticket, true); },
-          [&](const Payload& p, const Tree& tree) { return localize_chunk(ckey, p, tree); },
+          [&](const Payload& p, const Tree& tree) {
+            return localize_chunk(ckey, p, tree, nullptr, &f, 0);
+          },
           &read_pfs, nodes_);
       if (c.kind == Answer::Kind::kCached) {
         node_->publish(nc.slot, c.payload);

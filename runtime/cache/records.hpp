@@ -48,7 +48,7 @@ std::uint64_t file_version(const FileMeta& meta) noexcept;
 // `tier` kFile: the bytes sit in the owner's segment `segment` (a node file or a produced file,
 // runtime/tier/segments.hpp), at `offset` in that file; otherwise in the owner's arena `tier`.
 struct ChunkRecord {
-  std::int32_t owner = -1;
+  std::int32_t owner = -1;    // -1: "read the PFS" (then `segment` says why: a FallbackCause)
   std::uint32_t segment = 0;  // tier kFile only
   Tier tier = Tier::kMem;
   std::uint64_t offset = 0;

@@ -232,8 +232,9 @@ std::string StatsSnapshot::summary_line() const {
                     get(Counter::kept_chunks_adopted), format_size(get(Counter::kept_bytes_kept)));
   }
   if (get(Counter::integrity_mismatches) != 0) {
-    line += fmt::format(", integrity mismatches {} (read again: {})",
-                        get(Counter::integrity_mismatches), get(Counter::integrity_refetched));
+    line += fmt::format(", integrity mismatches {} (read again: {}, once per node: {})",
+                        get(Counter::integrity_mismatches), get(Counter::integrity_refetched),
+                        get(Counter::integrity_reloaded));
   }
   return line;
 }

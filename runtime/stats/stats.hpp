@@ -103,6 +103,7 @@ namespace larder {
   X(integrity_bytes_hashed, "integrity.bytes_hashed")               \
   X(integrity_mismatches, "integrity.mismatches")                   \
   X(integrity_refetched, "integrity.refetched")                     \
+  X(integrity_reloaded, "integrity.reloaded")                       \
   X(integrity_holders_marked, "integrity.holders_marked")           \
   X(integrity_ns, "integrity.ns")                                   \
   X(served_self_bytes, "served.self_bytes")                         \

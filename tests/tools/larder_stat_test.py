@@ -61,7 +61,8 @@ with tempfile.TemporaryDirectory() as d:
                            "bytes_dropped_unfinished": 0, "answers_adopted": 1200,
                            "answers_kept": 1300},
                 integrity={"checked": 20, "bytes_hashed": 83886080, "ns": 5000000,
-                           "mismatches": 1, "refetched": 1, "holders_marked": 1})
+                           "mismatches": 1, "refetched": 1, "reloaded": 1,
+                           "holders_marked": 1})
     kept_path = os.path.join(d, "kept.json")
     with open(kept_path, "w") as f:
         json.dump(kept, f)
@@ -70,8 +71,8 @@ with tempfile.TemporaryDirectory() as d:
           "steps;" in kout, f"kept line: {kout}")
     check("4.0 KiB dropped (file changed)" in kout, "kept line: dropped bytes")
     check("1200 stat answers and listings adopted, 1300 kept" in kout, "kept line: answers")
-    check("integrity         20 checks, 80.0 MiB hashed in 5.0 ms; 1 mismatches, 1 read again, "
-          "1 holders marked bad" in kout, "integrity line")
+    check("integrity         20 checks, 80.0 MiB hashed in 5.0 ms; 1 mismatches, 1 read again "
+          "(1 taken from the PFS once for a node), 1 holders marked bad" in kout, "integrity line")
     bars = [line for line in out.splitlines() if " .. " in line]
     check(len(bars) == 13, f"histogram rows from the first to the last non-empty bucket: {len(bars)}")
     check(any(line.endswith("#" * 40) for line in bars), "the peak bucket has the full bar")
