@@ -121,6 +121,9 @@ DETAIL_GROUPS = (
         ("workers.lookups", "stat answers the ranks gave their workers"),
         ("workers.places_sent", "of those, sent with the place of the file's first chunk"),
         ("workers.places", "places of chunks asked for on their own"),
+        ("workers.reads", "reads the ranks made for their workers (bytes not on the node)"),
+        ("workers.answers_found", "stat answers workers found in the node table themselves"),
+        ("workers.places_found", "chunk places workers found in the node table themselves"),
     )),
     ("Shared objects", (
         ("loader.objects", "shared objects the loader opened from node files"),

@@ -211,6 +211,14 @@ Result<PathRecord> AgentClient::lookup_kind(const std::string& path, bool follow
       return it->second;
     }
   }
+  // The node's answer, found in its table: no message (a DataLoader's worker opens each file
+  // once per epoch; a message per file cost more than the file's plain read).
+  if (NodeView* view = node_view(); view != nullptr && fd_.load(std::memory_order_relaxed) >= 0) {
+    if (auto found = view->path(path, follow)) {
+      stats().add(Counter::worker_answers_found);
+      return *found;
+    }
+  }
   const std::uint8_t flag = follow ? 1 : 0;
   auto reply = call(Op::kLookup, bytes_of(flag), bytes_of(std::string_view(path)));
   if (!reply.ok()) return reply.status();
@@ -282,6 +290,14 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
       known = true;
     }
   }
+  NodeView* view = node_view();
+  if (!known && view != nullptr) {
+    if (auto found = view->chunk(file, index)) {  // the node holds it: no message
+      rec = *found;
+      known = true;
+      stats().add(Counter::worker_places_found);
+    }
+  }
   if (!known) {
     FileRequest req = request_of(file);
     req.index = index;
@@ -292,6 +308,8 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     if (place.node_local == 0) return false;
     rec = place.record;
     copied = place.copied != 0;
+    // A kept file the rank placed a chunk of is used in this step: its chunks are the view's too.
+    if (view != nullptr && rec.tier == Tier::kFile) view->kept_file_known(rec.segment);
     std::unique_lock lock(memo_mu_);
     places_.insert_or_assign(key, rec);
   }
@@ -311,9 +329,8 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
         !pages_resident({(*arena)->data() + rec.offset, rec.length})) {
       return false;
     }
-    const NodeTable::WordsView* words = node_words();
-    if (words == nullptr || words->load(NodeTable::kDiskChecking) != 0 ||
-        words->load(NodeTable::kDiskSuspect) != 0) {
+    if (view == nullptr || view->node_word(NodeTable::kDiskChecking) != 0 ||
+        view->node_word(NodeTable::kDiskSuspect) != 0) {
       return false;
     }
   }
@@ -325,19 +342,31 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   return true;
 }
 
-const NodeTable::WordsView* AgentClient::node_words() {
-  std::call_once(words_once_, [this] {
-    auto reply = call(Op::kNodeWords, {}, {});
-    if (!reply.ok() || reply->status != 0 || reply->body.empty()) return;
-    auto view = NodeTable::WordsView::open(
-        std::string(reinterpret_cast<const char*>(reply->body.data()), reply->body.size()));
+NodeView* AgentClient::node_view() {
+  std::call_once(view_once_, [this] {
+    auto reply = call(Op::kNodeView, {}, {});
+    NodeViewReply head;
+    if (!reply.ok() || reply->status != 0 || reply->body.size() < sizeof head) return;
+    std::memcpy(&head, reply->body.data(), sizeof head);
+    const std::size_t ranks_bytes = std::size_t{head.ranks} * sizeof(std::int32_t);
+    if (reply->body.size() <= sizeof head + ranks_bytes) return;
+    std::vector<int> ranks(head.ranks);
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      std::int32_t r = 0;
+      std::memcpy(&r, reply->body.data() + sizeof head + i * sizeof r, sizeof r);
+      ranks[i] = r;
+    }
+    const std::string path(
+        reinterpret_cast<const char*>(reply->body.data()) + sizeof head + ranks_bytes,
+        reply->body.size() - sizeof head - ranks_bytes);
+    auto view = NodeView::open(path, head.max_entries, std::move(ranks), config_);
     if (view.ok()) {
-      words_ = std::move(*view);
+      view_ = std::move(*view);
     } else {
-      LARDER_LOG_DEBUG("disk-tier chunks are read through the rank: {}", view.status().message());
+      LARDER_LOG_DEBUG("every answer is asked of the rank: {}", view.status().message());
     }
   });
-  return words_.get();
+  return view_.get();
 }
 
 Result<std::string> AgentClient::node_file(const CachedFile& file) {

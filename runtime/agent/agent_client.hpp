@@ -1,12 +1,15 @@
-// AgentClient: a worker process's FileService, served by its rank over the node-local channel.
+// AgentClient: a worker process's FileService, served by its node's shared tables and its rank.
 //
-// Metadata, listings and chunk places are asked once and remembered (they are immutable for the
-// job). Chunk bytes on this node are copied from read-only mappings of the owners' arena files;
-// only chunks held elsewhere travel over the socket. If the channel breaks (the rank finished or
-// died), every call answers "unavailable" and the caller reads the file system itself: a worker
-// never fails because its rank went away. Counters go straight into the worker's slot of the
-// rank's worker stats file (worker_stats.hpp), which the rank folds into the job's stats; only
-// when it has no slot does it send them over the channel (every 256 reads and at exit).
+// A stat answer or a chunk's place that the node already holds is found in the node table
+// itself (NodeView, a read-only mapping): no message. What the node does not hold, or what needs
+// the rank (a miss to claim and load, a renewal, a chunk held on another node), is asked over the
+// node-local channel once and remembered. Chunk bytes on this node are copied from read-only
+// mappings of the owners' arena files; only chunks held elsewhere travel over the socket. If the
+// channel breaks (the rank finished or died), every call answers "unavailable" and the caller reads
+// the file system itself: a worker never fails because its rank went away. Counters go straight
+// into the worker's slot of the rank's worker stats file (worker_stats.hpp), which the rank folds
+// into the job's stats; only when it has no slot does it send them over the channel (every 256
+// reads and at exit).
 #ifndef LARDER_RUNTIME_AGENT_AGENT_CLIENT_HPP_
 #define LARDER_RUNTIME_AGENT_AGENT_CLIENT_HPP_
 
@@ -17,6 +20,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "runtime/agent/node_view.hpp"
 #include "runtime/agent/protocol.hpp"
 #include "runtime/agent/worker_stats.hpp"
 #include "runtime/api/file_service.hpp"
@@ -49,9 +53,9 @@ class AgentClient final : public FileService {
                            std::uint64_t offset) override;
 
   int rank() const noexcept { return rank_; }
-  // The node's words (Cache::disk_checked's), mapped on first use; null when the rank has none
-  // to show (then every disk-tier chunk is read through the rank).
-  const NodeTable::WordsView* node_words();
+  // The node's table, mapped read-only on first use; null when the rank has none to show (then
+  // every answer is asked for, and every disk-tier chunk is read through the rank).
+  NodeView* node_view();
   // Without a stats slot: sends the counters gathered since the last flush. With one: nothing
   // to do (the rank reads the slot).
   void flush_stats() noexcept;
@@ -94,8 +98,8 @@ class AgentClient final : public FileService {
   std::unordered_map<std::string, KnownListing> lists_;   // guarded by memo_mu_
   std::unordered_map<Key, ChunkRecord, KeyHash> places_;  // guarded by memo_mu_
   PeerArenas arenas_;
-  std::once_flag words_once_;
-  std::unique_ptr<NodeTable::WordsView> words_;  // set once, under words_once_
+  std::once_flag view_once_;
+  std::unique_ptr<NodeView> view_;  // set once, under view_once_
 
   std::unique_ptr<WorkerStatsFile> stats_file_;      // the rank's worker stats file, mapped
   Stats* shared_stats_ = nullptr;                    // this worker's slot in it, or null

@@ -234,6 +234,7 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, Co
         return unavailable(fd, op);
       }
       std::vector<std::byte> buf(req.length);
+      s->stats().add(Counter::worker_reads);
       // The worker counts its own read (its stats slot); the rank counts what its cache did.
       auto n = s->cache().read(file_of(req, path), buf, req.offset);
       if (!n.ok()) {
@@ -327,10 +328,21 @@ Status AgentServer::handle(int fd, Op op, const std::vector<std::byte>& body, Co
       if (path.empty()) return unavailable(fd, op);
       return send_message(fd, op, 0, bytes_of(std::string_view(path)));
     }
-    case Op::kNodeWords: {
-      const std::string path = s->node_words_path();
+    case Op::kNodeView: {
+      const std::string path = s->node_table_path();
       if (path.empty()) return unavailable(fd, op);
-      return send_message(fd, op, 0, bytes_of(std::string_view(path)));
+      const Topology& t = s->topology();
+      std::vector<std::int32_t> ranks;
+      for (int r = 0; r < t.size; ++r) {
+        if (t.same_node(r, t.rank)) ranks.push_back(r);
+      }
+      NodeViewReply r;
+      r.max_entries = s->config().node_slots;
+      r.ranks = static_cast<std::uint32_t>(ranks.size());
+      std::string body(reinterpret_cast<const char*>(&r), sizeof r);
+      body.append(reinterpret_cast<const char*>(ranks.data()), ranks.size() * sizeof(std::int32_t));
+      body += path;
+      return send_message(fd, op, 0, bytes_of(std::string_view(body)));
     }
     case Op::kStats: {
       const std::size_t n = std::min<std::size_t>(body.size() / 8, kCounterCount);

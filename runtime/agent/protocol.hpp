@@ -22,7 +22,7 @@ namespace larder::agent {
 inline constexpr char kEnvName[] = "LARDER_AGENT";
 // Set (to the same name) once the agent serves requests: the loader's audit module asks only then.
 inline constexpr char kServingEnvName[] = "LARDER_AGENT_SERVING";
-inline constexpr std::uint32_t kVersion = 8;
+inline constexpr std::uint32_t kVersion = 9;
 
 enum class Op : std::uint32_t {
   kHello = 1,     // body: u32 version                 -> HelloReply + worker stats file path
@@ -43,7 +43,7 @@ enum class Op : std::uint32_t {
   kProduceAbandon = 13,  // body: path, canonical                   -> nothing
   kProduceAlias = 14,    // body: from, to                          -> PathRecord
   kProduceDir = 15,      // body: none                              -> the files directory
-  kNodeWords = 16,       // body: none -> the file of the node's words (NodeTable::WordsView)
+  kNodeView = 16,        // body: none -> NodeViewReply + the node's ranks + the table's file
 };
 
 // Reply status: 0, an errno of the file system (kRead), or kUnavailable: the agent cannot
@@ -78,6 +78,14 @@ struct PlaceReply {
   std::uint32_t node_local = 0;
   std::uint32_t copied = 0;  // the rank copied it from another node for this request
   ChunkRecord record;
+};
+
+// What a worker needs to map its node's table read-only (NodeView): the table's cap of entries,
+// and how many ranks the node has (that many i32 ranks follow, then the table's path).
+struct NodeViewReply {
+  std::uint64_t max_entries = 0;
+  std::uint32_t ranks = 0;
+  std::uint32_t reserved = 0;
 };
 
 struct ObjectReply {

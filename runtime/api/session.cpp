@@ -366,8 +366,8 @@ Result<std::unique_ptr<Session>> Session::create_mpi(Config config, std::unique_
   return s;
 }
 
-std::string Session::node_words_path() const {
-  return node_table_ ? node_table_->words_path() : std::string();
+std::string Session::node_table_path() const {
+  return node_table_ ? node_table_->path() : std::string();
 }
 
 std::string Session::storage_path(int rank, Tier tier, std::uint32_t segment) const {

@@ -87,9 +87,9 @@ class Session final : public FileService {
   // The file of rank `rank`'s arena `tier` (or, for Tier::kFile, its segment `segment`) on this
   // node; empty when there is none.
   std::string storage_path(int rank, Tier tier, std::uint32_t segment) const;
-  // The file that holds the node's words (NodeTable::WordsView); empty without a node table
-  // (the cache's words are then its own, which no other process sees).
-  std::string node_words_path() const;
+  // The node table's file (level 0), which the node's workers map read-only (NodeView); empty
+  // without a node table (the cache's answers and words are then its own).
+  std::string node_table_path() const;
   // The collective side; null for a local session (the C API's job-wide stats use it).
   MpiJob* mpi_job() noexcept { return mpi_.get(); }
 

@@ -168,8 +168,8 @@ Result<NodeTable::Level> NodeTable::map_level(int l, bool create) const {
   const std::uint32_t entries = level_entries(l);
   const std::size_t bytes = bytes_for(entries);
   const std::string path = path_ + "." + std::to_string(l);
-  UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid() && errno == ENOENT && create) {
+  UniqueFd fd(sys::open(path.c_str(), (read_only_ ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid() && errno == ENOENT && create && !read_only_) {
     // Made whole under a name of this process's, then linked into place: a process that opens
     // the level's name finds it at its full size, and of two creators one link wins.
     const std::string tmp =
@@ -192,7 +192,8 @@ Result<NodeTable::Level> NodeTable::map_level(int l, bool create) const {
   if (static_cast<std::size_t>(st.st_size) != bytes) {
     return Status(Errc::kInvalidArgument, EINVAL, "node table level " + path + " has a bad size");
   }
-  void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kNodeTableMapping, fd.get(), 0);
+  void* p = sys::mmap(nullptr, bytes, read_only_ ? PROT_READ : PROT_READ | PROT_WRITE,
+                      kNodeTableMapping, fd.get(), 0);
   if (p == MAP_FAILED) return from_errno(errno, "cannot map node table level " + path);
   return Level{static_cast<Entry*>(p), entries};
 }
@@ -203,9 +204,9 @@ const NodeTable::Level* NodeTable::level(int l, bool create) const {
   if (level_entries(l) == 0 || exhausted_.load(std::memory_order_relaxed)) return nullptr;
   const std::lock_guard lock(grow_);
   if (const Level* lv = levels_[l].load(std::memory_order_acquire); lv != nullptr) return lv;
-  auto mapped = map_level(l, create);
+  auto mapped = map_level(l, create && !read_only_);
   if (!mapped.ok()) {
-    if (create) {
+    if (create && !read_only_) {
       exhausted_.store(true, std::memory_order_relaxed);
       LARDER_LOG_INFO("the node table stays at {} levels: {}", l, mapped.status().message());
     }
@@ -221,30 +222,9 @@ std::atomic<std::uint32_t>& NodeTable::node_word(int i) const noexcept {
   return first_.table[0].spare[i];
 }
 
-Result<std::unique_ptr<NodeTable::WordsView>> NodeTable::WordsView::open(
-    const std::string& words_path) {
-  UniqueFd fd(sys::open(words_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd.valid()) return from_errno(errno, "cannot open the node words in " + words_path);
-  struct stat st {};
-  if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat " + words_path);
-  if (static_cast<std::size_t>(st.st_size) < sizeof(Entry)) {
-    return Status(Errc::kInvalidArgument, EINVAL, words_path + " holds no node words");
-  }
-  void* p = sys::mmap(nullptr, sizeof(Entry), PROT_READ, MAP_SHARED, fd.get(), 0);
-  if (p == MAP_FAILED) return from_errno(errno, "cannot map the node words in " + words_path);
-  return std::unique_ptr<WordsView>(new WordsView(p, sizeof(Entry)));
-}
-
-NodeTable::WordsView::~WordsView() {
-  if (sys::munmap(map_, bytes_) != 0) {
-    LARDER_LOG_WARN("cannot unmap the node words: {}", log::errno_text(errno));
-  }
-}
-
-std::uint32_t NodeTable::WordsView::load(int i) const noexcept {
-  // The page is only read: the words' loads are plain loads, which read-only memory allows.
-  const auto* first = static_cast<const Entry*>(map_);
-  return first->spare[i].load();
+std::uint32_t NodeTable::node_word_now(int i) const noexcept {
+  // A plain load: read-only memory allows it (a view's mapping).
+  return first_.table[0].spare[i].load();
 }
 
 NodeTable::Entry* NodeTable::entry_at(std::uint32_t slot) const noexcept {
@@ -311,8 +291,8 @@ std::size_t NodeTable::bytes_for(std::uint32_t entries) noexcept {
   return static_cast<std::size_t>(entries) * sizeof(Entry);
 }
 
-NodeTable::NodeTable(std::string path, Level first, std::uint64_t max)
-    : path_(std::move(path)), max_(max), first_(first) {
+NodeTable::NodeTable(std::string path, Level first, std::uint64_t max, bool read_only)
+    : path_(std::move(path)), max_(max), read_only_(read_only), first_(first) {
   levels_[0].store(&first_, std::memory_order_release);
 }
 
@@ -365,8 +345,9 @@ Result<std::unique_ptr<NodeTable>> NodeTable::create(const std::string& path, st
       new NodeTable(path, Level{static_cast<Entry*>(p), entries}, max));
 }
 
-Result<std::unique_ptr<NodeTable>> NodeTable::attach(const std::string& path, std::uint64_t max) {
-  UniqueFd fd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+Result<std::unique_ptr<NodeTable>> NodeTable::map_first(const std::string& path, std::uint64_t max,
+                                                        bool read_only) {
+  UniqueFd fd(sys::open(path.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) return from_errno(errno, "cannot open node table " + path);
   struct stat st {};
   if (sys::fstat(fd.get(), &st) != 0) return from_errno(errno, "cannot stat " + path);
@@ -374,10 +355,20 @@ Result<std::unique_ptr<NodeTable>> NodeTable::attach(const std::string& path, st
   if (bytes == 0 || bytes % sizeof(Entry) != 0 || bytes / sizeof(Entry) > (1u << kIndexBits)) {
     return Status(Errc::kInvalidArgument, EINVAL, "node table " + path + " has a bad size");
   }
-  void* p = sys::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, kNodeTableMapping, fd.get(), 0);
+  void* p = sys::mmap(nullptr, bytes, read_only ? PROT_READ : PROT_READ | PROT_WRITE,
+                      kNodeTableMapping, fd.get(), 0);
   if (p == MAP_FAILED) return from_errno(errno, "cannot map node table " + path);
   return std::unique_ptr<NodeTable>(new NodeTable(
-      path, Level{static_cast<Entry*>(p), static_cast<std::uint32_t>(bytes / sizeof(Entry))}, max));
+      path, Level{static_cast<Entry*>(p), static_cast<std::uint32_t>(bytes / sizeof(Entry))}, max,
+      read_only));
+}
+
+Result<std::unique_ptr<NodeTable>> NodeTable::attach(const std::string& path, std::uint64_t max) {
+  return map_first(path, max, false);
+}
+
+Result<std::unique_ptr<NodeTable>> NodeTable::view(const std::string& path, std::uint64_t max) {
+  return map_first(path, max, true);
 }
 
 NodeTable::Found NodeTable::find(const Key& key) const {
@@ -395,6 +386,7 @@ NodeTable::Found NodeTable::find(const Key& key) const {
 }
 
 NodeTable::Found NodeTable::acquire(const Key& key, std::chrono::milliseconds timeout) {
+  if (read_only_) return Found{Found::Outcome::kFull};
   // Most lookups are of keys the node has answered: found without a claim, newest level first.
   // Otherwise the claim starts at the lowest level whose window had room (the full windows below
   // it stay full: no second scan of them).
@@ -471,6 +463,7 @@ NodeTable::Found NodeTable::acquire_in(const Level& lv, int l, const Key& key,
 
 NodeTable::Found NodeTable::renew(const Key& key, const Payload& seen,
                                   std::chrono::milliseconds timeout) {
+  if (read_only_) return Found{Found::Outcome::kFull};
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::uint32_t slot = 0;
   Entry* e = entry_of(key, &slot);
@@ -500,7 +493,7 @@ NodeTable::Found NodeTable::renew(const Key& key, const Payload& seen,
 }
 
 void NodeTable::publish(std::uint32_t slot, const Payload& payload) {
-  Entry* entry = entry_at(slot);
+  Entry* entry = read_only_ ? nullptr : entry_at(slot);
   if (entry == nullptr) return;
   Entry& e = *entry;
   store_payload(e, payload);
@@ -510,7 +503,7 @@ void NodeTable::publish(std::uint32_t slot, const Payload& payload) {
 }
 
 void NodeTable::fail(std::uint32_t slot) {
-  Entry* entry = entry_at(slot);
+  Entry* entry = read_only_ ? nullptr : entry_at(slot);
   if (entry == nullptr) return;
   Entry& e = *entry;
   if (e.state.exchange(kFailed, std::memory_order_acq_rel) == kResolvingWaited) {

@@ -91,26 +91,15 @@ class NodeTable {
   static constexpr int kDiskChecking = 0;
   static constexpr int kDiskSuspect = 1;
   std::atomic<std::uint32_t>& node_word(int i) const noexcept;
-  // The file that holds the node words (level 0's, `path()` itself), for WordsView.
-  const std::string& words_path() const noexcept { return path_; }
+  // Word i as it is now: what a read-only view may ask (view()).
+  std::uint32_t node_word_now(int i) const noexcept;
 
-  // The node words, read-only, for a process that does not attach the table (a DataLoader
-  // worker): maps only the page that holds them.
-  class WordsView {
-   public:
-    static Result<std::unique_ptr<WordsView>> open(const std::string& words_path);
-    WordsView(const WordsView&) = delete;
-    WordsView& operator=(const WordsView&) = delete;
-    WordsView(WordsView&&) = delete;
-    WordsView& operator=(WordsView&&) = delete;
-    ~WordsView();
-    std::uint32_t load(int i) const noexcept;
-
-   private:
-    WordsView(void* map, std::size_t bytes) : map_(map), bytes_(bytes) {}
-    void* map_;
-    std::size_t bytes_;
-  };
+  // A read-only mapping of the node's table (every level, mapped as it is first needed), for a
+  // process of the node that reads answers and words but never claims, publishes or renews (a
+  // DataLoader worker: runtime/agent/node_view.hpp). find() and node_word_now() are all it may
+  // call; acquire() and renew() answer kFull, publish() and fail() do nothing.
+  static Result<std::unique_ptr<NodeTable>> view(const std::string& path, std::uint64_t max);
+  bool read_only() const noexcept { return read_only_; }
 
  private:
   struct Entry;
@@ -120,7 +109,10 @@ class NodeTable {
   };
   // A slot names its level in the high bits, the entry in the low ones.
   static constexpr int kIndexBits = 27;
-  NodeTable(std::string path, Level first, std::uint64_t max);
+  NodeTable(std::string path, Level first, std::uint64_t max, bool read_only = false);
+  // Maps level 0 of `path` (its size from the file) for attach() and view().
+  static Result<std::unique_ptr<NodeTable>> map_first(const std::string& path, std::uint64_t max,
+                                                      bool read_only);
   static std::size_t bytes_for(std::uint32_t entries) noexcept;
   // Level `l`'s entries (0 past the cap).
   std::uint32_t level_entries(int l) const noexcept;
@@ -146,6 +138,7 @@ class NodeTable {
 
   std::string path_;
   const std::uint64_t max_;
+  const bool read_only_;
   Level first_;
   mutable std::atomic<const Level*> levels_[kMaxLevels] = {};
   mutable std::unique_ptr<Level> owned_[kMaxLevels];  // levels 1.. (guarded by grow_)

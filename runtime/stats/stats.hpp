@@ -78,6 +78,9 @@ namespace larder {
   X(worker_lookups, "workers.lookups")                              \
   X(worker_places, "workers.places")                                \
   X(worker_places_sent, "workers.places_sent")                      \
+  X(worker_reads, "workers.reads")                                  \
+  X(worker_answers_found, "workers.answers_found")                  \
+  X(worker_places_found, "workers.places_found")                    \
   X(loader_objects, "loader.objects")                               \
   X(loader_absent, "loader.absent")                                 \
   X(loader_original, "loader.original")                             \

@@ -39,21 +39,22 @@ RANKS = 4
 CHUNK = 64 * 1024
 
 READER = r"""
-import errno, hashlib, mmap, os, sys
+import errno, hashlib, mmap, multiprocessing, os, sys
 dirs, out = sys.argv[1].split(':'), sys.argv[2]
 kill = len(sys.argv) > 3 and sys.argv[3] == 'kill'
 rank = int(os.environ.get('PMI_RANK', os.environ.get('OMPI_COMM_WORLD_RANK', '0')))
-lines = []
-for data in dirs:
-  for name in sorted(os.listdir(data)):
-    if name.endswith('.so'):
-        continue  # only mapped, below
-    path = os.path.join(data, name)
+def digest(path):
     try:
         with open(path, 'rb') as f:
-            lines.append(name + ' ' + hashlib.sha1(f.read()).hexdigest())
+            return os.path.basename(path) + ' ' + hashlib.sha1(f.read()).hexdigest()
     except OSError as e:
-        lines.append(name + ' ' + errno.errorcode[e.errno])
+        return os.path.basename(path) + ' ' + errno.errorcode[e.errno]
+# LPL_READ_BY_WORKERS: the files are read by forked workers of the rank (as DataLoader's are).
+pool = multiprocessing.get_context('fork').Pool(2) if os.environ.get('LPL_READ_BY_WORKERS') else None
+lines = []
+for data in dirs:
+  paths = [os.path.join(data, n) for n in sorted(os.listdir(data)) if not n.endswith('.so')]
+  lines += pool.map(digest, paths, chunksize=1) if pool else [digest(p) for p in paths]
   for name in ('gone.bin', 'mapped.bin', 'lib.so'):
     path = os.path.join(data, name)
     try:
@@ -65,6 +66,9 @@ for data in dirs:
                 lines.append(name + ' ' + hashlib.sha1(f.read()).hexdigest())
     except OSError as e:
         lines.append(name + ' ' + errno.errorcode[e.errno])
+if pool:
+    pool.close()
+    pool.join()
 with open(out + '.' + str(rank), 'w') as f:
     f.write('\n'.join(lines) + '\n')
 if kill and rank == 1:
@@ -257,6 +261,12 @@ def main():
               f"with LARDER_REVALIDATE=0 the step asked the PFS nothing ({pfs})")
         check(s["kept"]["answers_adopted"] > 0,
               f"its answers came from earlier steps ({s['kept']['answers_adopted']})")
+        # DataLoader-style workers of a later step: they copy kept chunks themselves once their
+        # rank has marked each kept file used (one request per kept file, not per chunk).
+        s = steps.run("step 2w (read by forked workers)", dict(named, LPL_READ_BY_WORKERS="1"))
+        w = s.get("workers", {})
+        check(s["pfs"]["bytes_read"] == 0 and w.get("places_found", 0) > 0,
+              f"workers read the kept chunks from the node, finding most places themselves ({w})")
         s = steps.run("step 2c (answers checked)", named)
         pfs = s["pfs"]
         check(pfs["bytes_read"] == 0 and pfs["list_ops"] == 0 and pfs["stat_ops"] > 0,

@@ -354,7 +354,7 @@ TEST_F(ServedDiskTest, PagesAOneSidedGetLoadsFromTheDeviceAreCheckedBeforeTheGet
 
 // A DataLoader worker copies node-local chunks itself (AgentClient::copy_local). Once a check
 // has found the node's disk tier bad, it reads disk-tier chunks through its rank, which checks
-// them, even when their pages are in memory: it sees the node's words (NodeTable::WordsView).
+// them, even when their pages are in memory: it sees the node's words (NodeView::node_word).
 TEST_F(ServedDiskTest, AWorkerReadsDiskTierChunksThroughItsRankOnceTheNodeIsSuspect) {
   const auto direct = cached_on_disk("worker", 81);
   spoil_disk_arena();
@@ -376,7 +376,7 @@ TEST_F(ServedDiskTest, AWorkerReadsDiskTierChunksThroughItsRankOnceTheNodeIsSusp
     ASSERT_TRUE(config.ok());
     auto client = agent::AgentClient::connect((*server)->name(), *config);
     ASSERT_TRUE(client.ok()) << client.status().to_string();
-    ASSERT_NE((*client)->node_words(), nullptr);  // so the worker decides by the node's words
+    ASSERT_NE((*client)->node_view(), nullptr);  // so the worker decides by the node's words
     auto record = (*client)->lookup(data("worker"));
     ASSERT_TRUE(record.ok());
     const CachedFile file = CachedFile::of(data("worker"), *record);

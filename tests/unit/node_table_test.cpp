@@ -36,34 +36,63 @@ class NodeTableTest : public ::testing::Test {
   std::unique_ptr<NodeTable> table;
 };
 
-TEST_F(NodeTableTest, AProcessWithoutTheTableSeesTheNodeWordsAsTheyChange) {
-  auto view = NodeTable::WordsView::open(table->words_path());
+TEST_F(NodeTableTest, AReadOnlyViewSeesTheNodeWordsAsTheyChange) {
+  auto view = NodeTable::view(table->path(), 256);
   ASSERT_TRUE(view.ok()) << view.status().to_string();
-  EXPECT_EQ((*view)->load(NodeTable::kDiskChecking), 0U);
-  EXPECT_EQ((*view)->load(NodeTable::kDiskSuspect), 0U);
+  EXPECT_EQ((*view)->node_word_now(NodeTable::kDiskChecking), 0U);
+  EXPECT_EQ((*view)->node_word_now(NodeTable::kDiskSuspect), 0U);
   table->node_word(NodeTable::kDiskChecking).fetch_add(1);
   table->node_word(NodeTable::kDiskSuspect).store(1);
-  EXPECT_EQ((*view)->load(NodeTable::kDiskChecking), 1U);
-  EXPECT_EQ((*view)->load(NodeTable::kDiskSuspect), 1U);
+  EXPECT_EQ((*view)->node_word_now(NodeTable::kDiskChecking), 1U);
+  EXPECT_EQ((*view)->node_word_now(NodeTable::kDiskSuspect), 1U);
   table->node_word(NodeTable::kDiskChecking).fetch_sub(1);
-  EXPECT_EQ((*view)->load(NodeTable::kDiskChecking), 0U);
+  EXPECT_EQ((*view)->node_word_now(NodeTable::kDiskChecking), 0U);
   // The words are not an entry: the table's answers do not touch them.
   for (std::uint64_t n = 0; n < 200; ++n) {
     const NodeTable::Found f = table->acquire(key_of(n), std::chrono::milliseconds(0));
     if (f.outcome == NodeTable::Found::Outcome::kClaimed) table->publish(f.slot, filled(0xff));
   }
-  EXPECT_EQ((*view)->load(NodeTable::kDiskSuspect), 1U);
+  EXPECT_EQ((*view)->node_word_now(NodeTable::kDiskSuspect), 1U);
 }
 
-TEST(NodeTableWordsTest, AMissingOrShortFileIsAnError) {
-  testing::TempDir dir("larder-node-words");
-  EXPECT_FALSE(NodeTable::WordsView::open(dir.path() + "/none.0").ok());
+TEST_F(NodeTableTest, AReadOnlyViewFindsAnswersAndRenewalsAndNeverWrites) {
+  auto view = NodeTable::view(table->path(), 256);
+  ASSERT_TRUE(view.ok()) << view.status().to_string();
+  EXPECT_TRUE((*view)->read_only());
+  const Key k = key_of(3);
+  EXPECT_EQ((*view)->find(k).outcome, NodeTable::Found::Outcome::kFull);  // nothing yet
+  NodeTable::Found claim = table->acquire(k, std::chrono::milliseconds(0));
+  ASSERT_EQ(claim.outcome, NodeTable::Found::Outcome::kClaimed);
+  EXPECT_NE((*view)->find(k).outcome, NodeTable::Found::Outcome::kReady);  // being resolved
+  table->publish(claim.slot, filled(1));
+  NodeTable::Found seen = (*view)->find(k);
+  ASSERT_EQ(seen.outcome, NodeTable::Found::Outcome::kReady);
+  EXPECT_EQ(seen.payload, filled(1));
+  // A renewal in place: the view sees no answer while it is under way, then the new one.
+  NodeTable::Found renewal = table->renew(k, filled(1), std::chrono::seconds(60));
+  ASSERT_EQ(renewal.outcome, NodeTable::Found::Outcome::kClaimed);
+  EXPECT_NE((*view)->find(k).outcome, NodeTable::Found::Outcome::kReady);
+  table->publish(renewal.slot, filled(2));
+  EXPECT_EQ((*view)->find(k).payload, filled(2));
+  // The view claims nothing: its mapping is read-only (a store would fault).
+  EXPECT_EQ((*view)->acquire(key_of(4), std::chrono::milliseconds(0)).outcome,
+            NodeTable::Found::Outcome::kFull);
+  EXPECT_EQ((*view)->renew(k, filled(2), std::chrono::milliseconds(0)).outcome,
+            NodeTable::Found::Outcome::kFull);
+  (*view)->publish(seen.slot, filled(9));
+  (*view)->fail(seen.slot);
+  EXPECT_EQ(table->find(k).payload, filled(2));
+}
+
+TEST(NodeTableViewTest, AMissingOrShortFileIsAnError) {
+  testing::TempDir dir("larder-node-view");
+  EXPECT_FALSE(NodeTable::view(dir.path() + "/none.0", 256).ok());
   const std::string shortfile = dir.path() + "/short.0";
   std::FILE* f = std::fopen(shortfile.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fputs("x", f);
   std::fclose(f);
-  EXPECT_FALSE(NodeTable::WordsView::open(shortfile).ok());
+  EXPECT_FALSE(NodeTable::view(shortfile, 256).ok());
 }
 
 TEST_F(NodeTableTest, ARenewalIsClaimedOnceAndSeenByEveryoneAfter) {
@@ -172,6 +201,8 @@ TEST(NodeTableLevelsTest, TheTableGrowsAndEveryProcessFindsEachKeyInItsLevel) {
   auto leader = std::move(*made);
   auto other = NodeTable::attach(path, 64 + 128 + 256);  // another rank's mapping
   ASSERT_TRUE(other.ok()) << other.status().to_string();
+  auto worker = NodeTable::view(path, 64 + 128 + 256);  // a worker's, made before the growth
+  ASSERT_TRUE(worker.ok()) << worker.status().to_string();
   EXPECT_EQ(leader->levels(), 1);
   constexpr int kKeys = 400;
   int claimed = 0;
@@ -188,17 +219,21 @@ TEST(NodeTableLevelsTest, TheTableGrowsAndEveryProcessFindsEachKeyInItsLevel) {
   for (int n = 0; n < kKeys; ++n) {
     const NodeTable::Found mine = leader->find(key_of(n));
     const NodeTable::Found theirs = (*other)->acquire(key_of(n), std::chrono::milliseconds(0));
+    const NodeTable::Found viewed = (*worker)->find(key_of(n));
     if (mine.outcome == NodeTable::Found::Outcome::kReady) {
       ++found;
       EXPECT_EQ(mine.payload, filled(static_cast<std::uint8_t>(n)));
       ASSERT_EQ(theirs.outcome, NodeTable::Found::Outcome::kReady) << "key " << n;
       EXPECT_EQ(theirs.payload, mine.payload);
+      ASSERT_EQ(viewed.outcome, NodeTable::Found::Outcome::kReady) << "key " << n;
+      EXPECT_EQ(viewed.payload, mine.payload);
     } else {
       EXPECT_EQ(theirs.outcome, NodeTable::Found::Outcome::kFull) << "key " << n;
     }
   }
   EXPECT_EQ(found, claimed);
   EXPECT_EQ((*other)->levels(), 3);
+  EXPECT_EQ((*worker)->levels(), 3) << "the view mapped the levels made after it";
   EXPECT_TRUE(std::filesystem::exists(path + ".1"));
   EXPECT_TRUE(std::filesystem::exists(path + ".2"));
   EXPECT_FALSE(std::filesystem::exists(path + ".3")) << "the cap stops the levels";
