@@ -63,7 +63,7 @@ def run(n, probe, tree, out, preload, mem, stats=None):
     env.pop("LD_PRELOAD", None)
     cmd = ["mpiexec.mpich", "-n", str(n), "-bind-to", "none"]
     if preload:
-        cmd += ["-genv", "LD_PRELOAD", preload, "-genv", "LARDER_PREFIX", tree,
+        cmd += ["-genv", "LD_PRELOAD", preload, "-genv", "LARDER_PREFIX", tree, "-genv", "LARDER_LOCAL_FS", "cache",
                 "-genv", "LARDER_MEM", mem, "-genv", "LARDER_KEEP", "off",
                 "-genv", "LARDER_STATS", stats]
     subprocess.run(cmd + ["/usr/bin/python3", probe, tree, out], env=env, check=True,

@@ -80,7 +80,7 @@ def round_trip_s():
 
 def one_run(args, k, probe, tree, stats):
     env = {key: v for key, v in os.environ.items() if not key.startswith("LARDER_")}
-    env.update({"LD_PRELOAD": args.preload, "LARDER_PREFIX": tree, "LARDER_STATS": stats,
+    env.update({"LD_PRELOAD": args.preload, "LARDER_PREFIX": tree, "LARDER_LOCAL_FS": "cache", "LARDER_STATS": stats,
                 "LARDER_KEEP": "off", "LARDER_MEM": "64M", "LARDER_LOG": "error",
                 "LARDER_UCX_TLS": "tcp,self",
                 "LARDER_NETNS_UCX_TLS": os.environ.get("LARDER_NETNS_UCX_TLS",

@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
   for (int cached = 0; cached < 2; ++cached) {
     if (cached) {
       ::setenv("LARDER_PREFIX", o.dir.c_str(), 0);
+      ::setenv("LARDER_LOCAL_FS", "cache", 0);  // a local directory stands in for the PFS
       if (larder_init(MPI_COMM_WORLD) != LARDER_OK) {
         fmt::print(stderr, "larder-demo: larder_init failed: {}\n", larder_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);

@@ -318,7 +318,7 @@ class Bench:
     def larder_env(self, shm, stats, keep=None):
         return {"LD_PRELOAD": f"{self.args.build}/lib/liblarder_preload.so",
                 "LD_AUDIT": f"{self.args.build}/lib/liblarder_audit.so",
-                "LARDER_PREFIX": self.tree, "LARDER_NODE_SIZE": str(NODE_SIZE),
+                "LARDER_PREFIX": self.tree, "LARDER_LOCAL_FS": "cache", "LARDER_NODE_SIZE": str(NODE_SIZE),
                 "LARDER_MEM": "4G", "LARDER_LOG": "error", "LARDER_SHM_DIR": shm,
                 "LARDER_STATS": stats, "LARDER_KEEP": keep or "off",
                 **dict(kv.split("=", 1) for kv in self.args.larder_env)}

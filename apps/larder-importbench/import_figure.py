@@ -80,7 +80,7 @@ def inner(args):
 
         shm = tempfile.mkdtemp(prefix="import-figure-shm-", dir="/dev/shm")
         env = dict(base, **paths(tree), LD_PRELOAD=f"{args.build}/lib/liblarder_preload.so",
-                   LD_AUDIT=f"{args.build}/lib/liblarder_audit.so", LARDER_PREFIX=tree,
+                   LD_AUDIT=f"{args.build}/lib/liblarder_audit.so", LARDER_PREFIX=tree, LARDER_LOCAL_FS="cache",
                    LARDER_NODE_SIZE=str(NODE_SIZE), LARDER_MEM="4G", LARDER_LOG="error",
                    LARDER_SHM_DIR=shm, LARDER_KEEP="figure")
         try:

@@ -305,6 +305,7 @@ nlohmann::json run_idle(const Args& a, int rank) {
   nlohmann::json out = {{"seconds", a.seconds}, {"plain_cpu_s", plain}};
   for (const char* transport : {"ucx", "mpi"}) {
     ::setenv("LARDER_PREFIX", a.dir.c_str(), 1);
+    ::setenv("LARDER_LOCAL_FS", "cache", 1);
     ::setenv("LARDER_NODE_SIZE", "1", 1);
     ::setenv("LARDER_TRANSPORT", transport, 1);
     if (larder_init(MPI_COMM_WORLD) != LARDER_OK) {

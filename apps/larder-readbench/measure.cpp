@@ -101,6 +101,7 @@ Sample measure_hits(const Plan& p, Locality locality) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   ensure_file(p, rank);
   ::setenv("LARDER_PREFIX", p.dir.c_str(), 1);
+  ::setenv("LARDER_LOCAL_FS", "cache", 1);  // its local directory stands in for the PFS
   ::setenv("LARDER_CHUNK", std::to_string(p.chunk).c_str(), 1);
   ::setenv("LARDER_NODE_SIZE", locality == Locality::kRemote ? "1" : "0", 1);
   // A remote reader's node keeps no copy (no memory budget): every read crosses the transport,

@@ -85,7 +85,7 @@ def run(args, tree, context, larder, scratch):
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
         cmd += ["-genv", "LD_PRELOAD", args.preload]
-        env.update(LARDER_PREFIX=tree, LARDER_SHM_DIR=shm, LARDER_DIR=local,
+        env.update(LARDER_PREFIX=tree, LARDER_LOCAL_FS="cache", LARDER_SHM_DIR=shm, LARDER_DIR=local,
                    LARDER_NODE_SIZE=str(args.node_size),
                    LARDER_STATS=os.path.join(scratch, "stats.json"))
         env.update(kv.split("=", 1) for kv in args.larder_env)

@@ -78,7 +78,7 @@ def one(args, work, tree, n, preload):
     stats = os.path.join(work, f"stats-{n}.json")
     env_vars = {}
     if preload:
-        env_vars = {"LD_PRELOAD": args.preload, "LARDER_PREFIX": tree, "LARDER_STATS": stats,
+        env_vars = {"LD_PRELOAD": args.preload, "LARDER_PREFIX": tree, "LARDER_LOCAL_FS": "cache", "LARDER_STATS": stats,
                     "LARDER_LOG": "error", "LARDER_MEM": args.mem}
         if not args.netns:
             env_vars["LARDER_NODE_SIZE"] = str(args.node_size)

@@ -57,7 +57,7 @@ def run(args, tree, larder, scratch):
             shutil.rmtree(d, ignore_errors=True)
             os.makedirs(d)
         cmd += ["-genv", "LD_PRELOAD", args.preload]
-        env.update(LARDER_PREFIX=tree, LARDER_SHM_DIR=shm, LARDER_DIR=local, LARDER_STATS=stats)
+        env.update(LARDER_PREFIX=tree, LARDER_LOCAL_FS="cache", LARDER_SHM_DIR=shm, LARDER_DIR=local, LARDER_STATS=stats)
         if args.node_size:
             env["LARDER_NODE_SIZE"] = str(args.node_size)
         for setting in args.larder_env:

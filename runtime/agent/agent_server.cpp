@@ -29,7 +29,7 @@ bool split(const std::vector<std::byte>& body, T* head, std::string* path) {
 }
 
 bool allowed(const Session& s, const std::string& path) {
-  return s.config().prefixes.empty() || s.config().lexically_managed(path);
+  return s.config().any_path() || s.config().lexically_managed(path);
 }
 
 Status unavailable(int fd, Op op) {

@@ -21,7 +21,7 @@ std::optional<std::string> candidate(const Config& c, const char* path, bool any
   if (path == nullptr || *path == '\0') return std::nullopt;
   std::string abs = path::absolute(path);
   if (abs.empty()) return std::nullopt;
-  if (c.prefixes.empty() ? any_when_unset : c.lexically_managed(abs)) return abs;
+  if (c.any_path() ? any_when_unset : c.lexically_managed(abs)) return abs;
   return std::nullopt;
 }
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <string_view>
 
 #include "mpi_transport/mpi_job.hpp"
 #include "runtime/agent/agent_client.hpp"
@@ -41,7 +42,28 @@ Runtime& Runtime::instance() noexcept {
   return *runtime;
 }
 
-namespace {}  // namespace
+namespace {
+
+// LARDER_PREFIX directories left to their node-local file system (LARDER_LOCAL_FS=bypass): said
+// once for the job, by the process that is rank 0 (or has no rank), not by its workers.
+void tell_local_prefixes(const Config& c) {
+  if (c.local_prefixes.empty() || std::getenv(agent::kEnvName) != nullptr) return;
+  for (const char* var : {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"}) {
+    const char* rank = std::getenv(var);
+    if (rank != nullptr && std::string_view(rank) != "0") return;
+  }
+  std::string dirs;
+  for (const std::string& d : c.local_prefixes) dirs += (dirs.empty() ? "" : ", ") + d;
+  LARDER_LOG_WARN(
+      "LARDER_PREFIX {} {} on a node-local file system: read as {} without the cache (its files "
+      "are this node's own, and its page cache serves them already); LARDER_LOCAL_FS=cache "
+      "caches {} anyway",
+      dirs, c.local_prefixes.size() == 1 ? "is" : "are",
+      c.local_prefixes.size() == 1 ? "it is," : "they are,",
+      c.local_prefixes.size() == 1 ? "it" : "them");
+}
+
+}  // namespace
 
 Runtime::Parsed Runtime::parse_environment() {
   Parsed p;
@@ -80,7 +102,10 @@ Runtime::Runtime(Parsed parsed)
       config_status_(std::move(parsed.status)),
       requested_(config_status_.ok() && config_.enabled && !config_.prefixes.empty()),
       pid_(::getpid()) {
-  if (config_status_.ok()) log::set_level(config_.log_level);
+  if (config_status_.ok()) {
+    log::set_level(config_.log_level);
+    tell_local_prefixes(config_);
+  }
 }
 
 void Runtime::set_agent(std::unique_ptr<agent::AgentServer> agent) noexcept {

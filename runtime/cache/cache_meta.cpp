@@ -73,8 +73,7 @@ Cache::Loaded Cache::load_path(const std::string& path, bool link) {
     if (resolved.ok()) {
       record.meta = resolved->meta;
       record.file = file_id_of(resolved->canonical);
-      const bool managed =
-          config_.prefixes.empty() || config_.lexically_managed(resolved->canonical);
+      const bool managed = config_.any_path() || config_.lexically_managed(resolved->canonical);
       record.flags = managed ? PathRecord::kManaged : 0;
     } else {
       error = resolved.status().native_code();

@@ -2,12 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <string_view>
 
 #include "runtime/common/units.hpp"
 #include "runtime/path/path.hpp"
+#include "runtime/pfs/node_local.hpp"
 
 namespace larder {
 namespace {
@@ -84,6 +86,15 @@ Result<Config> Config::parse(const Lookup& lookup) {
   }
   if (auto v = get("LARDER_PRODUCE")) {
     if (Status s = parse_prefixes("LARDER_PRODUCE", *v, c, &c.produce); !s.ok()) return s;
+  }
+  if (auto v = get("LARDER_LOCAL_FS")) {
+    if (*v == "bypass") {
+      c.local_fs = LocalFs::kBypass;
+    } else if (*v == "cache") {
+      c.local_fs = LocalFs::kCache;
+    } else {
+      return bad("LARDER_LOCAL_FS", *v, "bypass or cache");
+    }
   }
   if (auto v = get("LARDER_PRODUCE_MODE")) {
     if (*v == "through") {
@@ -303,7 +314,25 @@ Result<Config> Config::parse(const Lookup& lookup) {
 }
 
 Result<Config> Config::from_environment() {
-  return parse([](const char* name) { return std::getenv(name); });
+  auto c = parse([](const char* name) { return std::getenv(name); });
+  if (c.ok()) c->leave_node_local_prefixes();
+  return c;
+}
+
+void Config::leave_node_local_prefixes() {
+  if (local_fs != LocalFs::kBypass) return;
+  // Produce directories stay: a file produced in `local` mode lives on its node by design.
+  std::vector<std::string> kept;
+  for (std::string& prefix : prefixes) {
+    const bool made_here = std::find(produce.begin(), produce.end(), prefix) != produce.end();
+    std::optional<std::string> local = made_here ? std::nullopt : node_local_file_system(prefix);
+    if (local) {
+      local_prefixes.push_back(prefix + " (" + *local + ")");
+    } else {
+      kept.push_back(std::move(prefix));
+    }
+  }
+  prefixes = std::move(kept);
 }
 
 std::uint32_t Config::group_size(std::uint64_t nodes) const noexcept {

@@ -33,9 +33,19 @@ using RemoteReads = DirectoryOps;
 // on its node only (gone at the end of the job, as DYAD does).
 enum class ProduceMode : std::uint8_t { kThrough, kLocal };
 
+// What Larder does with a LARDER_PREFIX directory on a node-local file system (ext4, xfs,
+// tmpfs...: runtime/pfs/node_local.hpp): `bypass` leaves it to the file system (its files differ
+// from node to node, and the page cache serves them as fast as the cache would), `cache` serves
+// it like a shared file system (one emulated PFS per machine, as the project's tests use).
+enum class LocalFs : std::uint8_t { kBypass, kCache };
+
 struct Config {
-  bool enabled = true;                               // LARDER_ENABLE
-  std::vector<std::string> prefixes;                 // LARDER_PREFIX and LARDER_PRODUCE (clean)
+  bool enabled = true;                  // LARDER_ENABLE
+  std::vector<std::string> prefixes;    // LARDER_PREFIX and LARDER_PRODUCE (clean)
+  LocalFs local_fs = LocalFs::kBypass;  // LARDER_LOCAL_FS
+  // LARDER_PREFIX directories left to their node-local file system (from_environment, with
+  // LARDER_LOCAL_FS=bypass): not in `prefixes`, so their paths pass through; "dir (type)" each.
+  std::vector<std::string> local_prefixes;
   std::vector<std::string> produce;                  // LARDER_PRODUCE: write once, read many
   ProduceMode produce_mode = ProduceMode::kThrough;  // LARDER_PRODUCE_MODE
   std::uint64_t mem_budget = 0;                      // LARDER_MEM, bytes per node
@@ -90,11 +100,18 @@ struct Config {
   // Reads a variable: returns null when it is unset. Tests pass a map; production getenv.
   using Lookup = std::function<const char*(const char* name)>;
   static Result<Config> parse(const Lookup& lookup);
+  // parse() of the process's environment, then leave_node_local_prefixes().
   static Result<Config> from_environment();
+  // With LARDER_LOCAL_FS=bypass: moves the LARDER_PREFIX directories that lie on a node-local
+  // file system (runtime/pfs/node_local.hpp) from `prefixes` to `local_prefixes`.
+  void leave_node_local_prefixes();
 
   // True when `path` (absolute, lexically clean) is below one of the prefixes. With no
   // prefixes configured, nothing is below a prefix.
   bool lexically_managed(const std::string& path) const;
+  // No prefix was given at all (none managed, none left to a node-local file system): the C API
+  // then serves any path it is given.
+  bool any_path() const noexcept { return prefixes.empty() && local_prefixes.empty(); }
   // True when `path` (absolute, lexically clean) is below a LARDER_PRODUCE directory.
   bool produced(const std::string& path) const;
 };

@@ -100,7 +100,7 @@ def main():
         scratch = tempfile.mkdtemp(prefix="larder-probe-")
         if side == "Larder":
             shm = tempfile.mkdtemp(prefix="larder-probe-", dir="/dev/shm")
-            env.update(LARDER_PREFIX=args.tree, LARDER_SHM_DIR=shm, LARDER_DIR=scratch)
+            env.update(LARDER_PREFIX=args.tree, LARDER_LOCAL_FS="cache", LARDER_SHM_DIR=shm, LARDER_DIR=scratch)
             cmd = [args.mpiexec, "-n", "1", "-genv", "LD_PRELOAD", args.preload] + cmd
         before = packets(ns, veth)
         start = time.monotonic()

@@ -41,6 +41,9 @@ class Job:
                 del env[key]
         env["LPL_TEST_TAG"] = self.tag  # lets the test find its own processes
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        # The tests' data directories stand in for the PFS on this machine's local disk: cached
+        # (a user's node-local prefix is left to its file system by default, LARDER_LOCAL_FS).
+        env["LARDER_LOCAL_FS"] = "cache"
         if preload:
             env["LD_PRELOAD"] = (self.args.asan_lib + ":" if self.args.asan_lib else "") + \
                 self.args.preload

@@ -24,6 +24,7 @@ void MpiFixture::SetUp() {
   stats_path_ = root + "/stats.json";
   if (rank_ == 0) ::mkdir(data_dir_.c_str(), 0755);
   set_env("LARDER_PREFIX", data_dir_);
+  set_env("LARDER_LOCAL_FS", "cache");  // the local data directory stands in for the PFS
   set_env("LARDER_CHUNK", std::to_string(chunk_size));
   set_env("LARDER_MEM", "256M");
   set_env("LARDER_STATS", stats_path_);

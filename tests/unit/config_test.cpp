@@ -1,6 +1,8 @@
 #include "runtime/config/config.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 #include <string>
@@ -144,6 +146,38 @@ TEST_P(ConfigRejectsTest, NamesTheVariableAndWhatItAccepts) {
   EXPECT_NE(msg.find(b.accepted), std::string::npos) << msg;
 }
 
+// A prefix on a node-local file system (here tmpfs: /dev/shm) is left to it by default, and
+// served with LARDER_LOCAL_FS=cache; a missing directory and a produce directory stay managed.
+TEST(ConfigTest, NodeLocalPrefixesAreLeftToTheirFileSystemUnlessCached) {
+  const std::string dir = "/dev/shm/larder-config-test-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  const std::string made = dir + "/made";
+  ASSERT_EQ(::mkdir(made.c_str(), 0700), 0);
+  const std::string missing = "/nonexistent-larder-prefix/data";
+  auto c = parse({{"LARDER_PREFIX", dir + ":" + missing}, {"LARDER_PRODUCE", made}});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->local_fs, LocalFs::kBypass);
+  c->leave_node_local_prefixes();
+  EXPECT_EQ(c->local_prefixes, std::vector<std::string>{dir + " (tmpfs)"});
+  EXPECT_FALSE(c->lexically_managed(dir + "/x"));
+  EXPECT_TRUE(c->lexically_managed(missing + "/x"));
+  EXPECT_TRUE(c->lexically_managed(made + "/x"));
+  EXPECT_FALSE(c->any_path());
+  // Every prefix local: nothing is managed, and the C API does not take every path instead.
+  auto only = parse({{"LARDER_PREFIX", dir}});
+  ASSERT_TRUE(only.ok());
+  only->leave_node_local_prefixes();
+  EXPECT_TRUE(only->prefixes.empty());
+  EXPECT_FALSE(only->any_path());
+  auto cached = parse({{"LARDER_PREFIX", dir}, {"LARDER_LOCAL_FS", "cache"}});
+  ASSERT_TRUE(cached.ok());
+  cached->leave_node_local_prefixes();
+  EXPECT_TRUE(cached->local_prefixes.empty());
+  EXPECT_TRUE(cached->lexically_managed(dir + "/x"));
+  ::rmdir(made.c_str());
+  ::rmdir(dir.c_str());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     BadValues, ConfigRejectsTest,
     ::testing::Values(BadCase{"LARDER_PREFIX", "relative/dir", "absolute directory paths"},
@@ -155,6 +189,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_KEEP", "alloc-7", "not starting with '.' or alloc-"},
                       BadCase{"LARDER_KEEP_TTL", "0", "seconds, 1 to 31536000"},
                       BadCase{"LARDER_VERIFY", "maybe", "on or off"},
+                      BadCase{"LARDER_LOCAL_FS", "skip", "bypass or cache"},
                       BadCase{"LARDER_CHUNK", "1000", "multiple of 4K"},
                       BadCase{"LARDER_CHUNK", "2G", "between 4K and 1G"},
                       BadCase{"LARDER_CHUNK", "0", "multiple of 4K"},

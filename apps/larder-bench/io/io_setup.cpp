@@ -18,6 +18,9 @@ Status start_larder(const Workload& w, const MpiWorld& world, IoSetup& io, Conso
     ::setenv("LARDER_PREFIX", abs.c_str(), 1);
     console.output(fmt::format("LARDER_PREFIX not set: using the data folder {}", abs));
   }
+  // A benchmark of the cache against the file system: a data folder on a local disk stands in
+  // for the PFS and is cached too, unless the user says otherwise (docs/larder-bench.md).
+  ::setenv("LARDER_LOCAL_FS", "cache", 0);
   const larder_status_t rc = larder_init(MPI_COMM_WORLD);
   const bool ok = rc == LARDER_OK || rc == LARDER_ERR_ALREADY_INITIALIZED;
   const std::string why = ok ? "" : larder_last_error();
