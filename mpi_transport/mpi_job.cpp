@@ -49,6 +49,10 @@ MpiJob::~MpiJob() = default;
 
 namespace {
 
+// How long the progress thread polls hot after it served another rank's request
+// (ProgressThread): a lone reader's next request arrives well within it.
+constexpr auto kHotWindow = std::chrono::microseconds(2000);
+
 // The outcome of an agreement: `first` is the lowest failing rank (INT32_MAX: none failed).
 Status verdict(int first, const Status& local, const char* step) {
   if (first == INT32_MAX) return {};
@@ -557,11 +561,15 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
   options.timeout = config.wait_timeout;
   impl_->directory =
       std::make_unique<ShardedDirectory>(*shards, config.dir_slots, *messenger, load, options);
-  impl_->progress = std::make_unique<ProgressThread>(std::chrono::microseconds(50),
-                                                     std::chrono::microseconds(1000));
+  // No eager timed polling (busy = idle): every wake-up is a context switch on cores the ranks
+  // share, and a waiting thread polls for its own answers (MessageShards, RmaTransport); what
+  // answers others promptly is hot polling after work (docs/transports.md, "Waiting without an
+  // event to sleep on").
+  impl_->progress = std::make_unique<ProgressThread>(std::chrono::microseconds(1000),
+                                                     std::chrono::microseconds(1000), kHotWindow);
   if (impl_->messenger) {
-    // A rank that sends a request waits for its answer: its progress thread, which receives
-    // it, polls eagerly from now on (MPI gives no descriptor to sleep on).
+    // A rank that sends a request waits for its answer: its progress thread polls eagerly from
+    // now on (MPI gives no descriptor to sleep on), beside the waiting thread's own polls.
     impl_->messenger->on_send([p = impl_->progress.get()] { p->notify_activity(); });
     ProgressSource mpi_source;
     mpi_source.progress = [m = impl_->messenger.get(), polling = impl_->polling] {
@@ -571,6 +579,7 @@ Status MpiJob::start(const Config& config, const LocalTiers& tiers, PeerLoad* lo
       // messages) is the only way; one-sided operations that target this rank complete meanwhile.
       return m->poll();
     };
+    mpi_source.driven_elsewhere = [m = impl_->messenger.get()] { return m->driven_by_waiters(); };
     impl_->progress->add(std::move(mpi_source));
   }
   if (impl_->ucx) {

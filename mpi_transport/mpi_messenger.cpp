@@ -1,6 +1,7 @@
 #include "mpi_transport/mpi_messenger.hpp"
 
 #include <cerrno>
+#include <chrono>
 
 #include "mpi_transport/mpi_status.hpp"
 #include "runtime/common/log.hpp"
@@ -39,7 +40,7 @@ Status MpiMessenger::send(int to, Channel channel, std::span<const std::byte> bo
   }
   if (to != rank_) {
     sent_.fetch_add(1, std::memory_order_relaxed);
-    if (on_send_) on_send_();
+    if (on_send_ && channel != Channel::kWake) on_send_();  // a wake-up awaits no answer
   }
   return s;
 }
@@ -94,6 +95,47 @@ bool MpiMessenger::poll() {
     }
   }
   return complete_sends() || worked;
+}
+
+namespace {
+
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// A waiting thread that polled this recently is still polling (it yields between polls).
+constexpr std::int64_t kWaiterGoneNs = 50'000;
+
+}  // namespace
+
+void MpiMessenger::wake(int to) {
+  if (to == rank_) return;
+  constexpr std::int64_t kWakeEveryNs = 1'000'000;
+  const std::int64_t now = steady_ns();
+  {
+    std::lock_guard lock(wake_mu_);
+    auto [it, added] = woken_ns_.try_emplace(to, now);
+    if (!added) {
+      if (now - it->second < kWakeEveryNs) return;
+      it->second = now;
+    }
+  }
+  (void)send(to, Channel::kWake, {});  // a lost wake-up costs time, never bytes
+}
+
+bool MpiMessenger::poll_waiting() {
+  waiting_polls_.fetch_add(1, std::memory_order_relaxed);
+  const bool worked = poll();
+  waiting_poll_ns_.store(steady_ns(), std::memory_order_relaxed);
+  waiting_polls_.fetch_sub(1, std::memory_order_relaxed);
+  return worked;
+}
+
+bool MpiMessenger::driven_by_waiters() const noexcept {
+  return waiting_polls_.load(std::memory_order_relaxed) > 0 ||
+         steady_ns() - waiting_poll_ns_.load(std::memory_order_relaxed) < kWaiterGoneNs;
 }
 
 Status MpiMessenger::close() {

@@ -15,6 +15,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "mpi_transport/comm.hpp"
@@ -36,12 +37,22 @@ class MpiMessenger final : public Messenger {
     return sent_.load(std::memory_order_relaxed);
   }
 
-  // Called after each send to another rank (the progress thread polls eagerly while this rank
-  // waits for answers: MpiJob). Set before the first send and not changed while sends run.
+  // Called after each send of a request to another rank (MpiJob: its progress thread polls
+  // eagerly while this rank waits for answers). Set before the first send and not changed while
+  // sends run.
   void on_send(std::function<void()> hook) { on_send_ = std::move(hook); }
+  // Wakes rank `to`'s progress thread before one-sided operations that its MPI serves in
+  // software: a kWake message (at most one a millisecond per rank), which its next poll finds;
+  // receiving it is work, after which that thread polls hot.
+  void wake(int to) override;
   // Receives and handles what has arrived, completes finished sends. True when it did work.
   // Thread-safe (one caller at a time does the receiving).
   bool poll();
+  // poll() from a thread waiting for an answer (Messenger::poll_waiting); while such threads
+  // poll, driven_by_waiters() says so, and the progress thread leaves the polling to them.
+  bool poll_waiting() override;
+  bool poll_helps() const noexcept override { return true; }
+  bool driven_by_waiters() const noexcept;
   // Collective: waits for this rank's sends, frees the communicator.
   Status close();
   // Gives the communicator up without freeing it (see MpiJob::close).
@@ -59,8 +70,13 @@ class MpiMessenger final : public Messenger {
   int rank_ = 0;
   std::atomic<std::uint64_t> sent_{0};           // to other ranks
   std::array<Handler, kChannelCount> handlers_;  // set before start, then read-only
-  std::function<void()> on_send_;                // likewise
-  std::mutex poll_mu_;                           // one receiver at a time
+  // Threads inside poll_waiting(), and when one last left it (steady clock, ns).
+  std::atomic<int> waiting_polls_{0};
+  std::atomic<std::int64_t> waiting_poll_ns_{0};
+  std::mutex wake_mu_;
+  std::unordered_map<int, std::int64_t> woken_ns_;  // guarded by wake_mu_: the last kWake sent
+  std::function<void()> on_send_;                   // likewise
+  std::mutex poll_mu_;                              // one receiver at a time
   std::mutex send_mu_;
   std::list<Pending> pending_;  // guarded by send_mu_
 };

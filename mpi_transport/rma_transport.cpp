@@ -15,6 +15,7 @@ Result<std::unique_ptr<RmaTransport>> RmaTransport::create(MPI_Comm comm, const 
                                                            Messenger* messenger,
                                                            std::chrono::milliseconds timeout) {
   std::unique_ptr<RmaTransport> t(new RmaTransport());
+  t->messenger_ = messenger;
   if (messenger != nullptr) {
     // Before the windows' collective creation: no rank asks before every rank can answer.
     int rank = 0;
@@ -124,6 +125,7 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
   for (std::size_t i = 0; i < ops.size(); ++i) {
     first[i] = requests.size();
     if (!out[i].ok()) continue;
+    if (messenger_ != nullptr) messenger_->wake(ops[i].owner);
     const bool pieces = ops[i].tier != Tier::kFile;
     out[i] = issue(ops[i], pieces ? piece_of(ops[i].into.size()) : ops[i].into.size(), requests,
                    flush_segments_of);
@@ -193,6 +195,9 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
       return;
     }
     left -= static_cast<std::size_t>(completed);
+    // Other ranks' requests to this one are answered meanwhile (the progress thread leaves the
+    // polling to waiting threads).
+    if (completed == 0 && messenger_ != nullptr) (void)messenger_->poll_waiting();
     for (int k = 0; k < completed; ++k) {
       const std::size_t i = of[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
       if (hashing[i]) hash_arrived(i);
@@ -200,8 +205,10 @@ void RmaTransport::get_many(std::span<const GetOp> ops, std::span<Status> out) {
     const auto now = std::chrono::steady_clock::now();
     if (completed > 0) {
       idle_since = now;
-    } else if (now - idle_since > kSpin) {
+    } else if (now - idle_since > kYield) {
       std::this_thread::sleep_for(kPause);  // pacing, not ordering: MPI_Testsome decides
+    } else if (now - idle_since > kSpin) {
+      std::this_thread::yield();  // the core to whoever else wants it (another rank's MPI)
     }
   }
 }

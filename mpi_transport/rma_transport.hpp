@@ -66,9 +66,13 @@ class RmaTransport final : public Transport {
   Status issue(const GetOp& op, std::size_t piece, std::vector<MPI_Request>& requests,
                std::vector<int>& flush_segments_of);
 
-  // How long a wait tests its requests without pause, and the pause after that.
+  // How long a wait tests its requests without pause, then yielding the core between tests, and
+  // the pause after that.
   static constexpr auto kSpin = std::chrono::microseconds(20);
+  static constexpr auto kYield = std::chrono::microseconds(2000);
   static constexpr auto kPause = std::chrono::microseconds(20);
+  // Wakes the owners of gets (their MPI serves them in software) and is polled while gets wait.
+  Messenger* messenger_ = nullptr;
   std::atomic<std::uint64_t> bytes_hashed_{0};
   std::array<Window, kTierCount> windows_;
   std::unique_ptr<HolderChecks> holder_checks_;  // with a messenger

@@ -9,7 +9,8 @@ the directory operations per key, the bytes that crossed between nodes against o
 node, and the most any rank served; optionally a JSON file and a plot (gnuplot).
 
     apps/larder-treebench/report.py --build build/release [--ranks 1,2,4,8,16] [--node-size 2]
-        [--files 3000] [--passes 2] [--mpi mpich] [--netns] [--json out.json] [--plot out.png]
+        [--files 3000] [--passes 2] [--mpi mpich] [--netns] [--larder-env LARDER_X=V]
+        [--json out.json] [--plot out.png]
 """
 import argparse
 import json
@@ -82,6 +83,7 @@ def one(args, work, tree, n, preload):
                     "LARDER_LOG": "error", "LARDER_MEM": args.mem}
         if not args.netns:
             env_vars["LARDER_NODE_SIZE"] = str(args.node_size)
+        env_vars.update(kv.split("=", 1) for kv in args.larder_env)
     program = [os.path.join(args.build, "bin/larder-treebench"), "read", tree, "--passes",
                str(args.passes), "--json", out]
     if preload and args.netns:
@@ -114,6 +116,8 @@ def main():
     ap.add_argument("--netns", action="store_true",
                     help="ranks on network-namespace hosts (root), node-size ranks per host")
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--larder-env", action="append", default=[], metavar="LARDER_X=VALUE",
+                    help="a setting for Larder's runs (repeatable), e.g. LARDER_TRANSPORT=mpi")
     ap.add_argument("--json")
     ap.add_argument("--plot")
     args = ap.parse_args()

@@ -158,7 +158,8 @@ Status Cache::timed_get(const Transport::GetOp& op) {
 
 Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> into,
                                 std::uint64_t offset) {
-  if (progress_ != nullptr) progress_->notify_activity();
+  // No notify_activity() here: a hit needs no progress, and what needs it tells the progress
+  // thread itself (a directory round trip in resolve_global, a message's send, a get's wait).
   const ChunkGeometry geometry{file.size, config_.chunk_size};
   std::size_t total = 0;
   Status error;
@@ -205,7 +206,6 @@ Counter Cache::served_from(const Located& located) const noexcept {
 }
 
 Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
-  if (progress_ != nullptr) progress_->notify_activity();
   auto located = locate(file, index);
   if (!located.ok()) return located.status();
   Place out;

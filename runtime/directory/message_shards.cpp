@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
@@ -58,6 +59,10 @@ std::size_t reply_bytes(const Op& op) {
 }
 
 constexpr auto kFailureCheck = std::chrono::milliseconds(10);
+// How long a flush drives the messenger itself while it waits for its replies (yielding the core
+// between polls), before it sleeps until the progress thread hands them over: a home that polls
+// hot answers within microseconds, and the reply is taken here as soon as it arrives.
+constexpr auto kPollWhileWaiting = std::chrono::microseconds(2000);
 
 }  // namespace
 
@@ -295,6 +300,7 @@ Status MessageShards::complete(int target, bool all) {
     }
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const auto poll_until = std::chrono::steady_clock::now() + kPollWhileWaiting;
   std::vector<int> timed_out;
   std::unique_lock lock(mu_);
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -312,6 +318,14 @@ Status MessageShards::complete(int target, bool all) {
                             "rank " + std::to_string(r.target) +
                                 " did not answer directory operations");
         break;
+      }
+      if (now < poll_until) {
+        lock.unlock();
+        const bool worked = messenger_.poll_waiting();
+        if (!worked) std::this_thread::yield();
+        lock.lock();
+        // A messenger that needs no help (UCX's) did nothing: wait for the progress thread.
+        if (worked || messenger_.poll_helps()) continue;
       }
       answered_.wait_until(lock, std::min(deadline, now + kFailureCheck));
     }

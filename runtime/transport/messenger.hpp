@@ -31,8 +31,11 @@ enum class Channel : int {
   kOverflowFinal = 10,  // overflow entries this rank claimed are final (to their home)
   kHolderCheck = 11,    // "check these chunks of your disk tier" (HolderChecks, before gets)
   kHolderVerdict = 12,  // whether each passed (to the reader)
+  // "gets of your memory are coming": no body, no handler; receiving it is work, so the target's
+  // progress thread polls hot while MPI serves the gets in software (RmaTransport)
+  kWake = 13,
 };
-inline constexpr int kChannelCount = 13;
+inline constexpr int kChannelCount = 14;
 inline constexpr std::size_t kMaxMessage = 4096;
 
 class Messenger {
@@ -45,6 +48,16 @@ class Messenger {
   virtual Status send(int to, Channel channel, std::span<const std::byte> body) = 0;
   // Messages this rank has sent to other ranks (stats: transport.messages).
   virtual std::uint64_t messages_sent() const noexcept { return 0; }
+  // For a thread that waits for an answer: drives the messenger's progress once (receives and
+  // handles what has arrived, answering other ranks' requests too). True when it did work. A
+  // messenger whose progress thread wakes on events (UCX's) needs no help: false, nothing done.
+  virtual bool poll_waiting() { return false; }
+  // Whether poll_waiting() does anything (a waiter that gets false from it then sleeps at once).
+  virtual bool poll_helps() const noexcept { return false; }
+  // Before one-sided operations on rank `to`'s memory that its transport serves in software:
+  // wakes its progress thread (MPI: mpi::MpiMessenger::wake). Nothing where operations need no
+  // target (RDMA) or the target wakes on its own events (UCX).
+  virtual void wake(int /*to*/) {}
 };
 
 }  // namespace larder

@@ -77,16 +77,6 @@ Seams corrupting(int bad, std::uint64_t from = 0, std::uint64_t to = 0) {
   return seams;
 }
 
-std::vector<std::byte> read_in_pieces(const std::string& path, std::size_t piece) {
-  File f(path);
-  std::vector<std::byte> out(f.size());
-  for (std::size_t off = 0; off < out.size(); off += piece) {
-    const std::size_t n = std::min(piece, out.size() - off);
-    EXPECT_EQ(f.read_at(std::span(out).subspan(off, n), off), n);
-  }
-  return out;
-}
-
 // The residency seam: whether a disk-tier chunk's pages are in memory (true: as the kernel says
 // of pages just written; false: as if they had been evicted and come from the device now).
 std::atomic<bool> g_resident{true};

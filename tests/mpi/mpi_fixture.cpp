@@ -1,6 +1,10 @@
 #include "tests/mpi/mpi_fixture.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cstdlib>
 #include <fstream>
@@ -9,6 +13,22 @@
 #include "tests/support/data_files.hpp"
 
 namespace larder::testing {
+
+std::vector<std::byte> read_in_pieces(const std::string& path, std::size_t piece) {
+  const int fd = larder_open(path.c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0) << path;
+  if (fd < 0) return {};
+  struct stat st {};
+  EXPECT_EQ(larder_fstat(fd, &st), 0);
+  std::vector<std::byte> out(static_cast<std::size_t>(st.st_size));
+  for (std::size_t off = 0; off < out.size(); off += piece) {
+    const std::size_t n = std::min(piece, out.size() - off);
+    EXPECT_EQ(larder_pread(fd, out.data() + off, n, static_cast<off_t>(off)),
+              static_cast<ssize_t>(n));
+  }
+  larder_close(fd);
+  return out;
+}
 
 void MpiFixture::SetUp() {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);

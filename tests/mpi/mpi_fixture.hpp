@@ -17,6 +17,10 @@
 
 namespace larder::testing {
 
+// The whole file read through Larder's C API in pieces of `piece` bytes (each read checked for
+// its length).
+std::vector<std::byte> read_in_pieces(const std::string& path, std::size_t piece);
+
 class MpiFixture : public ::testing::Test {
  protected:
   void SetUp() override;

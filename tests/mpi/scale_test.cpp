@@ -21,16 +21,6 @@ using ScaleTest = MpiFixture;
 
 constexpr int kNodeSize = 2;
 
-std::vector<std::byte> read_in_pieces(const std::string& path, std::size_t piece) {
-  File f(path);
-  std::vector<std::byte> out(f.size());
-  for (std::size_t off = 0; off < out.size(); off += piece) {
-    const std::size_t n = std::min(piece, out.size() - off);
-    EXPECT_EQ(f.read_at(std::span(out).subspan(off, n), off), n);
-  }
-  return out;
-}
-
 std::uint64_t u64(const nlohmann::json& j) {
   return j.get<std::uint64_t>();
 }
