@@ -334,12 +334,28 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
       return false;
     }
   }
-  std::memcpy(into.data(), (*arena)->data() + rec.offset + offset_in_chunk, into.size());
+  copy_out(**arena, rec.offset + offset_in_chunk, into, !disk_backed(rec.tier, rec.segment));
   stats().add(copied ? Counter::hits_remote : Counter::hits_node);
   stats().add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
   stats().add(copied ? Counter::served_remote_bytes : Counter::served_node_bytes, into.size());
   if (rec.tier == Tier::kDisk) stats().add(Counter::served_disk_bytes, into.size());
   return true;
+}
+
+void AgentClient::copy_out(const Arena& arena, std::uint64_t offset, std::span<std::byte> into,
+                           bool in_memory) {
+  // A worker reads each file once, and the DataLoader starts new workers every epoch: through
+  // the mapping every page would fault in first (a page-table entry per 4 KiB page, each a trap,
+  // costing more than the copy). pread copies from the same pages without mapping them, as the
+  // page cache serves a plain read. Disk-tier chunks were just checked resident through the
+  // mapping, and are copied from it.
+  if (in_memory && arena.fd() >= 0 &&
+      sys::pread_full(arena.fd(), into.data(), into.size(), static_cast<off_t>(offset)) ==
+          static_cast<ssize_t>(into.size())) {
+    return;
+  }
+  // A failed or short read (never for a live arena): the mapping's bytes, as before.
+  std::memcpy(into.data(), arena.data() + offset, into.size());
 }
 
 NodeView* AgentClient::node_view() {

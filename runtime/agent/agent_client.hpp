@@ -76,6 +76,9 @@ class AgentClient final : public FileService {
   // Copies one piece from a node-local arena; false when it cannot (the caller asks for bytes).
   bool copy_local(const CachedFile& file, std::uint64_t index, std::uint64_t offset_in_chunk,
                   std::span<std::byte> into);
+  // Copies `into.size()` bytes at `offset` of `arena` (see the definition for how).
+  static void copy_out(const Arena& arena, std::uint64_t offset, std::span<std::byte> into,
+                       bool in_memory);
   Result<std::size_t> read_inline(const CachedFile& file, std::uint64_t offset,
                                   std::span<std::byte> into);
   void maybe_flush() noexcept;

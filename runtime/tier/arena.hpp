@@ -71,6 +71,9 @@ class Arena {
   // the transport, whose RDMA registration needs it (ibv_reg_mr fails on read-only pages).
   const std::byte* view() const noexcept { return view_ != nullptr ? view_ : base_; }
   std::uint64_t capacity() const noexcept { return capacity_; }
+  // The arena file's descriptor (read-only when attached): a process that reads a range once
+  // copies it with pread, without first faulting the mapping's pages in (AgentClient).
+  int fd() const noexcept { return fd_.get(); }
   std::uint64_t used() const noexcept { return next_.load(std::memory_order_relaxed); }
   const std::string& path() const noexcept { return path_; }
   bool writable() const noexcept { return writable_; }
