@@ -229,6 +229,14 @@ void print_one(const json& s) {
       "resolved ahead: {} in the background, {} in the listing call\n",
       num(counter(s, "prefetches")), num(counter(s, "list_ahead.background")),
       num(counter(s, "list_ahead.inline")));
+  std::cout << fmt::format(
+      "told the order    {} schedule entries; {} chunks ({}) made ready on their node ahead, {} "
+      "of them from the PFS; {} entries skipped (nothing to cache), {} passed by the reads, {} "
+      "batches stopped for room\n",
+      num(counter(s, "prefetch.entries")), num(counter(s, "prefetch.chunks")),
+      bytes(counter(s, "prefetch.bytes")), bytes(counter(s, "prefetch.loaded_bytes")),
+      num(counter(s, "prefetch.skipped")), num(counter(s, "prefetch.passed")),
+      num(counter(s, "prefetch.no_room")));
   std::cout << fmt::format("between nodes     {} in {} gets, {} errors; {} messages\n",
                            bytes(counter(s, "transport.bytes")), num(counter(s, "transport.gets")),
                            num(counter(s, "transport.errors")),

@@ -106,6 +106,34 @@ typedef struct larder_stage_result {
 larder_status_t larder_stage(const char* const* paths, size_t npaths,
                              larder_stage_result_t* result_p);
 
+/* One read a rank will make, for larder_schedule. */
+typedef struct larder_read {
+  const char* path; /* resolved like larder_open's */
+  uint64_t offset;  /* the read's first byte */
+  uint64_t length;  /* bytes from offset; 0: to the end of the file */
+} larder_read_t;
+
+/* larder_schedule's flags. */
+#define LARDER_SCHEDULE_APPEND 1u /* after what is left of the schedule, not instead of it */
+
+/* Hands Larder this rank's coming reads, in the order it will make them (an epoch's samples):
+ * Larder makes their chunks ready on the node ahead of the reads, in that order, several PFS
+ * requests at a time, each chunk read from the PFS once for the job and copied once to each node
+ * that will read it, while the node's budget has room. Local, not collective: each rank hands
+ * its own; returns at once (the reads are copied). Without LARDER_SCHEDULE_APPEND the schedule
+ * replaces what is left of the earlier one and positions restart at 0 (a new epoch); with it,
+ * it is appended (the next epoch's order while this one ends). A read the schedule does not name
+ * is served as always; an entry that names nothing Larder can cache (outside LARDER_PREFIX,
+ * missing, not a regular file) is skipped. The reads are the application's to make: a schedule
+ * only moves chunks ahead. nreads 0 without the flag cancels the schedule. */
+larder_status_t larder_schedule(const larder_read_t* reads, size_t nreads, unsigned flags);
+/* The reads have reached entry `position` of the schedule (counted from the first entry of the
+ * last call without LARDER_SCHEDULE_APPEND): the prefetch skips what lies behind it and runs at
+ * most LARDER_PREFETCH_AHEAD entries past it. Local, cheap, thread-safe. */
+larder_status_t larder_schedule_position(uint64_t position);
+/* This rank's place in Larder's job (its communicator's rank and size). Local. */
+larder_status_t larder_job(int* rank_p, int* size_p);
+
 /* This rank's counters so far (the job totals are written at finalize). */
 typedef struct larder_stats {
   uint64_t pfs_bytes_read;

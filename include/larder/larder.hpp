@@ -59,6 +59,26 @@ class Session {
     return out;
   }
 
+  // This rank's coming reads, in order (larder_schedule): whole files, or byte ranges.
+  struct Read {
+    std::string path;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;  // 0: to the end of the file
+  };
+  static void schedule(const std::vector<Read>& reads, bool append = false) {
+    std::vector<larder_read_t> c_reads;
+    c_reads.reserve(reads.size());
+    for (const Read& r : reads) c_reads.push_back({r.path.c_str(), r.offset, r.length});
+    if (larder_schedule(c_reads.data(), c_reads.size(), append ? LARDER_SCHEDULE_APPEND : 0u) !=
+        LARDER_OK)
+      throw std::runtime_error(std::string("larder_schedule: ") + larder_last_error());
+  }
+  // The reads have reached entry `position` of the schedule (larder_schedule_position).
+  static void schedule_position(std::uint64_t position) {
+    if (larder_schedule_position(position) != LARDER_OK)
+      throw std::runtime_error(std::string("larder_schedule_position: ") + larder_last_error());
+  }
+
   static larder_stats_t stats() {
     larder_stats_t out{};
     if (larder_stats_get(&out) != LARDER_OK) throw std::runtime_error(larder_last_error());

@@ -8,7 +8,9 @@
 #include <cstdarg>
 #include <cstring>
 #include <new>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mpi_transport/mpi_job.hpp"
@@ -325,6 +327,46 @@ larder_status_t larder_stage(const char* const* paths, size_t npaths,
       *result_p = larder_stage_result_t{totals->files, totals->bytes, totals->chunks,
                                         totals->not_cached, totals->skipped};
     }
+    return {};
+  });
+}
+
+larder_status_t larder_schedule(const larder_read_t* reads, size_t nreads, unsigned flags) {
+  return status_boundary([&]() -> Status {
+    auto s = own_session();
+    if (!s) return not_running();
+    if (reads == nullptr && nreads > 0) return larder::invalid_argument("reads is null");
+    if ((flags & ~LARDER_SCHEDULE_APPEND) != 0) {
+      return larder::invalid_argument("flags: 0 or LARDER_SCHEDULE_APPEND");
+    }
+    std::vector<larder::Cache::ScheduledRead> plan;
+    plan.reserve(nreads);
+    for (size_t i = 0; i < nreads; ++i) {
+      // An entry that cannot be resolved stays, empty, so that positions count it.
+      auto abs = reads[i].path != nullptr ? larder::ops::candidate(s->config(), reads[i].path, true)
+                                          : std::nullopt;
+      plan.push_back({abs ? std::move(*abs) : std::string(), reads[i].offset, reads[i].length});
+    }
+    s->cache().schedule(std::move(plan), (flags & LARDER_SCHEDULE_APPEND) != 0);
+    return {};
+  });
+}
+
+larder_status_t larder_schedule_position(uint64_t position) {
+  return status_boundary([&]() -> Status {
+    auto s = own_session();
+    if (!s) return not_running();
+    s->cache().schedule_position(position);
+    return {};
+  });
+}
+
+larder_status_t larder_job(int* rank_p, int* size_p) {
+  return status_boundary([&]() -> Status {
+    auto s = own_session();
+    if (!s) return not_running();
+    if (rank_p != nullptr) *rank_p = s->topology().rank;
+    if (size_p != nullptr) *size_p = s->topology().size;
     return {};
   });
 }

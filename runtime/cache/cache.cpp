@@ -51,6 +51,9 @@ Cache::Cache(CacheParts parts)
   if (config_.list_ahead > 0 && config_.list_ahead_dirs > 0) {
     background_ = std::make_unique<Background>(config_.list_ahead_dirs, kListAheadQueue);
   }
+  if (config_.prefetch_ahead > 0) {
+    prefetch_ = std::make_unique<Background>(kPrefetchBatches, kPrefetchBatches);
+  }
   // Node groups need a node table (one resolver per node asks for the node).
   group_size_ = node_ != nullptr ? config_.group_size(nodes_) : 0;
   tree_fanout_ = group_size_ > 0 ? std::max(1u, config_.fanout / 2) : config_.fanout;

@@ -187,6 +187,26 @@ class Cache {
 
   std::uint64_t chunk_size() const noexcept { return config_.chunk_size; }
 
+  // Told the order (cache_prefetch.cpp; docs/architecture.md, "Told the order"). One read this
+  // rank will make: `path` absolute and lexically clean (empty: an entry that names nothing,
+  // kept so that positions still count it), `length` 0 to the end of the file.
+  struct ScheduledRead {
+    std::string path;
+    std::uint64_t offset = 0;
+    std::uint64_t length = 0;
+  };
+  // Hands the cache this rank's coming reads in order. `append` false: they replace what is left
+  // of the earlier schedule (and the position restarts at 0); true: they follow it. Returns at
+  // once: the reads' chunks are made ready on this node in the background, in schedule order,
+  // in batches (kPrefetchBatches at once, each loading LARDER_LOAD_PARALLEL at a time), at most
+  // LARDER_PREFETCH_AHEAD entries ahead of the position, while the node's budget has room.
+  void schedule(std::vector<ScheduledRead> reads, bool append);
+  // The reads have reached entry `position` of the schedule: the prefetch skips what lies
+  // behind it and may run LARDER_PREFETCH_AHEAD entries past it.
+  void schedule_position(std::uint64_t position);
+  // Waits until no prefetch batch is queued or running (tests; the schedule may have more).
+  void settle_prefetch();
+
   // At the step's end (every rank drained, before the transport closes): moves what this rank
   // placed in its arenas and segments into the kept store for step `job`, with its index.
   // Returns the bytes kept.
@@ -309,8 +329,24 @@ class Cache {
                                       topology_.same_node(rank, topology_.rank));
   }
 
-  // list-ahead (cache_bulk.cpp)
+  // list-ahead and schedules (cache_bulk.cpp)
   struct BulkItem;
+  // The entries of a schedule's batch: their stat answers, then their chunks, in bulk, as
+  // list-ahead resolves a directory's. False when the node's budget had no room for them all
+  // (those that fit are made ready, in order).
+  bool prefetch_batch(std::span<const ScheduledRead> reads);
+  // The chunks of `chunks` (claimed on the node): loaded here, found, or copied to this node.
+  void resolve_chunks(std::vector<BulkItem>& chunks);
+  // Free bytes of this rank's tiers (their budgets less what is placed).
+  std::uint64_t room() const;
+
+  // schedules (cache_prefetch.cpp)
+  static constexpr std::uint32_t kPrefetchBatches = 4;   // batches in flight at once
+  static constexpr std::size_t kPrefetchFirstBatch = 8;  // entries, doubling per batch...
+  static constexpr std::size_t kPrefetchMaxBatch = 128;  // ...up to this
+  // Hands out batches while fewer than kPrefetchBatches run and the window allows.
+  void pump_prefetch();
+  void run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch);
   void list_ahead(const std::string& dir, const Listing& listing);
   // list_ahead() on a background thread (LARDER_LIST_AHEAD_DIRS at once), or here when that is 0
   // or the queue is full.
@@ -560,6 +596,20 @@ class Cache {
   // List-ahead's threads (null when LARDER_LIST_AHEAD_DIRS is 0). Stopped first in ~Cache, before
   // anything its tasks use.
   std::unique_ptr<Background> background_;
+  // The schedule (guarded by plan_mu_): its entries since the last replacement, the next one to
+  // hand to a batch, the reads' position, batches handed out in this generation and running.
+  std::mutex plan_mu_;
+  std::vector<ScheduledRead> plan_;
+  std::uint64_t plan_generation_ = 0;
+  std::size_t plan_next_ = 0;
+  std::uint64_t plan_position_ = 0;
+  std::uint32_t plan_batches_ = 0;
+  std::uint32_t plan_running_ = 0;
+  bool plan_full_ = false;  // the budget had no room: nothing more in this generation
+  // This rank has been told an order: list-ahead resolves stat answers, not small files' data.
+  std::atomic<bool> scheduled_{false};
+  // The schedule's batches (null when LARDER_PREFETCH_AHEAD is 0). Stopped with background_.
+  std::unique_ptr<Background> prefetch_;
 };
 
 }  // namespace larder

@@ -8,10 +8,12 @@
 #include <functional>
 #include <system_error>
 #include <thread>
+#include <unordered_set>
 
 #include "runtime/cache/cache.hpp"
 #include "runtime/cache/cache_resolve.hpp"
 #include "runtime/cache/fanout.hpp"
+#include "runtime/chunk/chunk_math.hpp"
 #include "runtime/common/log.hpp"
 
 namespace larder {
@@ -23,6 +25,7 @@ struct Cache::BulkItem {
   FileId file;        // chunks: the file's identity, size and version
   std::uint64_t size = 0;
   std::uint64_t version = 0;
+  std::uint64_t index = 0;    // chunks: the chunk's index in the file
   bool node_claimed = false;  // this rank holds the key's node-table entry
   std::uint32_t slot = 0;
   Answer answer;  // the outcome (kCached: remember and share; otherwise the node's ranks retry)
@@ -342,7 +345,7 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
     stats_.add(Counter::transport_gets);
     BulkItem& item = items[of[k]];
     const CachedFile file{item.path, item.file, item.size, item.version};
-    const ChunkContext context(file, 0);
+    const ChunkContext context(file, item.index);
     bool bad = !got[k].ok() && got[k].native_code() == EBADMSG;  // the holder's own check failed
     if (!got[k].ok() && !bad) {
       stats_.add(Counter::transport_errors);
@@ -360,7 +363,7 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
       // for all its ranks (left as the answer, each rank would read them, find them bad and
       // read the PFS itself).
       stats_.add(Counter::integrity_refetched);
-      if (!reload_chunk(file, 0, copies[k])) {
+      if (!reload_chunk(file, item.index, copies[k])) {
         item.answer.payload = direct_payload(FallbackCause::kIntegrity);
         continue;
       }
@@ -416,15 +419,21 @@ void Cache::settle_background() {
 }
 
 void Cache::stop_background() noexcept {
+  if (prefetch_ != nullptr) prefetch_->stop();
   if (background_ != nullptr) background_->stop();
 }
 
 void Cache::list_ahead(const std::string& dir, const Listing& listing) {
   if (config_.list_ahead == 0 || listing.error != 0 || closing()) return;
+  // Told the order, this rank leaves ahead-of-time work to the schedule, which names what the
+  // node will read and when: a listing's every entry is more than a sampler's share.
+  if (scheduled_.load(std::memory_order_relaxed)) return;
   const std::vector<std::string> all = listing.names();
   // A large directory (a dataset's class of 100,000 files) in batches of LARDER_LIST_AHEAD
   // entries: the same round trips per batch, and memory bounded by one batch, not the directory.
-  for (std::size_t at = 0; at < all.size() && !closing(); at += config_.list_ahead) {
+  for (std::size_t at = 0;
+       at < all.size() && !closing() && !scheduled_.load(std::memory_order_relaxed);
+       at += config_.list_ahead) {
     const std::size_t n = std::min<std::size_t>(config_.list_ahead, all.size() - at);
     list_ahead_batch(dir, std::span(all).subspan(at, n));
   }
@@ -468,7 +477,11 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
     if (claim_on_node(it)) paths.push_back(std::move(it));
   }
   resolve_paths(paths);
-  // Phase 2: the data of its small files (one chunk at most), known by their stat answers.
+  // Phase 2: the data of its small files (one chunk at most), known by their stat answers;
+  // not once this rank was told its reads' order: the schedule says which of them the node
+  // needs, and when (a listing's every file, loaded or copied to every node that lists it, is
+  // more than a sampler's share).
+  if (scheduled_.load(std::memory_order_relaxed)) return;
   const std::uint64_t small = std::min(config_.small_file, config_.chunk_size);
   std::vector<BulkItem> chunks;
   for (const std::string& name : names) {
@@ -491,17 +504,119 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
     it.key = chunk_key(rec.file, 0);
     if (claim_on_node(it)) chunks.push_back(std::move(it));
   }
+  resolve_chunks(chunks);
+}
+
+void Cache::resolve_chunks(std::vector<BulkItem>& chunks) {
   const Payload read_pfs = direct_payload(FallbackCause::kNoRoom);
   resolve_bulk(
       chunks, kClaimIt,
       [&](const BulkItem& it) {
-        return load_chunk(CachedFile{it.path, it.file, it.size, it.version}, 0, fanout::kNoTicket,
-                          true);
+        return load_chunk(CachedFile{it.path, it.file, it.size, it.version}, it.index,
+                          fanout::kNoTicket, true);
       },
       [&](std::vector<BulkItem>& items, const std::vector<std::size_t>& ready) {
         copy_chunks_here(items, ready);
       },
       &read_pfs);
+}
+
+std::uint64_t Cache::room() const {
+  std::uint64_t free = 0;
+  for (int t = 0; t < kTierCount; ++t) {
+    const Arena* arena = tiers_.get(static_cast<Tier>(t));
+    if (arena != nullptr && arena->limit() > arena->used()) free += arena->limit() - arena->used();
+  }
+  return free;
+}
+
+bool Cache::prefetch_batch(std::span<const ScheduledRead> reads) {
+  // Phase 1: the stat answers of the paths (each once), as list-ahead's.
+  std::vector<BulkItem> paths;
+  std::unordered_set<Key, KeyHash> seen;
+  for (const ScheduledRead& r : reads) {
+    if (r.path.empty()) continue;
+    BulkItem it;
+    it.path = r.path;
+    it.key = path_key(KeyKind::kPath, it.path);
+    if (!seen.insert(it.key).second) continue;
+    if (claim_on_node(it)) paths.push_back(std::move(it));
+  }
+  resolve_paths(paths);
+  if (closing()) return true;
+  // Phase 2: the chunks the reads cover that the node does not know yet, in order, as many as
+  // the budget has room for (a chunk the cache cannot hold is read on demand, as without a
+  // schedule: a prefetch never turns a later read into a fallback).
+  // The answers another rank of the node was resolving in phase 1, waited for together.
+  std::vector<std::optional<PathRecord>> records(reads.size());
+  std::vector<std::size_t> unknown;
+  for (std::size_t k = 0; k < reads.size(); ++k) {
+    Payload p;
+    if (reads[k].path.empty()) continue;
+    if (memo_find(path_key(KeyKind::kPath, reads[k].path), &p)) {
+      records[k] = unpack<PathRecord>(p);
+    } else {
+      unknown.push_back(k);
+    }
+  }
+  load_all(unknown.size(), [&](std::size_t u) {
+    auto found = lookup(reads[unknown[u]].path);
+    if (found.ok()) records[unknown[u]] = *found;
+  });
+  std::vector<BulkItem> chunks;
+  std::uint64_t free = room();
+  bool fits = true;
+  seen.clear();
+  for (std::size_t k = 0; k < reads.size(); ++k) {
+    const ScheduledRead& r = reads[k];
+    if (!records[k]) {
+      stats_.add(Counter::prefetch_skipped);
+      continue;
+    }
+    const PathRecord& rec = *records[k];
+    if (rec.error != 0 || !rec.managed() || !rec.meta.is_regular() || rec.local_only()) {
+      stats_.add(Counter::prefetch_skipped);
+      continue;
+    }
+    const std::uint64_t size = rec.meta.size;
+    if (r.offset >= size) continue;
+    const std::uint64_t end =
+        r.length == 0 || r.length > size - r.offset ? size : r.offset + r.length;
+    const ChunkGeometry geometry{size, config_.chunk_size};
+    for (std::uint64_t i = r.offset / config_.chunk_size;
+         fits && i <= (end - 1) / config_.chunk_size; ++i) {
+      BulkItem it;
+      it.key = chunk_key(rec.file, i);
+      if (!seen.insert(it.key).second) continue;
+      Payload known;
+      if (memo_find(it.key, &known)) continue;
+      const std::uint64_t length = geometry.chunk_length(i);
+      if (length > free) {
+        fits = false;
+        break;
+      }
+      it.path = r.path;
+      it.file = rec.file;
+      it.size = size;
+      it.version = rec.version();
+      it.index = i;
+      if (!claim_on_node(it)) continue;  // another rank of the node resolves it
+      free -= length;
+      chunks.push_back(std::move(it));
+    }
+    if (!fits) break;
+  }
+  resolve_chunks(chunks);
+  for (const BulkItem& it : chunks) {
+    if (it.answer.kind != Answer::Kind::kCached) continue;
+    const auto rec = unpack<ChunkRecord>(it.answer.payload);
+    if (rec.owner < 0 || !on_this_node(rec.owner)) continue;  // not ready on this node
+    stats_.add(Counter::prefetch_chunks);
+    stats_.add(Counter::prefetch_bytes, rec.length);
+    if (it.answer.fresh) stats_.add(Counter::prefetch_loaded_bytes, rec.length);
+  }
+  if (!fits) stats_.add(Counter::prefetch_no_room);
+  return fits;
 }
 
 }  // namespace larder

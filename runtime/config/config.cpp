@@ -234,6 +234,14 @@ Result<Config> Config::parse(const Lookup& lookup) {
     }
     c.load_parallel = *n;
   }
+  if (auto v = get("LARDER_PREFETCH_AHEAD")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n > (1u << 30)) {
+      return bad("LARDER_PREFETCH_AHEAD", *v,
+                 "an integer from 0 (no prefetch of schedules) to 1073741824 (entries ahead)");
+    }
+    c.prefetch_ahead = *n;
+  }
   if (auto v = get("LARDER_SMALL_FILE")) {
     auto n = parse_size(*v);
     if (!n) return bad("LARDER_SMALL_FILE", *v, kSize);

@@ -84,6 +84,9 @@ struct Config {
   // background, while the listing call returns (0: in the listing call, one after another)
   std::uint32_t list_ahead_dirs = 4;
   std::uint64_t small_file = 256ull << 10;  // LARDER_SMALL_FILE: loaded whole with its stat
+  // LARDER_PREFETCH_AHEAD: how many entries of a rank's schedule (larder_schedule) its prefetch
+  // runs ahead of the reads' position at most (0: schedules are taken and nothing is prefetched)
+  std::uint32_t prefetch_ahead = 8192;
   // LARDER_KEEP: the name of the kept store this job's node-local data stays in after the job,
   // for the allocation's later steps (docs/architecture.md, "Kept stores"); empty: keep nothing.
   // `auto` (the default) names it after the allocation (alloc-<id> from SLURM_JOB_ID, PBS_JOBID,

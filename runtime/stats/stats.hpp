@@ -40,6 +40,13 @@ namespace larder {
   X(prefetches, "prefetches")                                       \
   X(list_ahead_background, "list_ahead.background")                 \
   X(list_ahead_inline, "list_ahead.inline")                         \
+  X(prefetch_entries, "prefetch.entries")                           \
+  X(prefetch_chunks, "prefetch.chunks")                             \
+  X(prefetch_bytes, "prefetch.bytes")                               \
+  X(prefetch_loaded_bytes, "prefetch.loaded_bytes")                 \
+  X(prefetch_skipped, "prefetch.skipped")                           \
+  X(prefetch_passed, "prefetch.passed")                             \
+  X(prefetch_no_room, "prefetch.no_room")                           \
   X(fallbacks, "fallbacks")                                         \
   X(waits, "waits")                                                 \
   X(meta_hits, "meta.hits")                                         \

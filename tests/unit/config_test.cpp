@@ -211,6 +211,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_LIST_AHEAD_DIRS", "many", "to 64 (directories at once)"},
                       BadCase{"LARDER_LOAD_PARALLEL", "0", "from 1 (one load at a time) to 64"},
                       BadCase{"LARDER_LOAD_PARALLEL", "65", "from 1 (one load at a time) to 64"},
+                      BadCase{"LARDER_PREFETCH_AHEAD", "-1", "from 0 (no prefetch of schedules)"},
+                      BadCase{"LARDER_PREFETCH_AHEAD", "2000000000", "to 1073741824"},
                       BadCase{"LARDER_SMALL_FILE", "big", "K, M, G or T"},
                       BadCase{"LARDER_NODE_SLOTS", "1", "between 64 and"},
                       BadCase{"LARDER_SHM_DIR", "shm", "absolute directory path"},

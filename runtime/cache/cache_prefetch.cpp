@@ -1,0 +1,105 @@
+// Told the order (cache.hpp; docs/architecture.md, "Told the order"): a rank's schedule of
+// coming reads, made ready on its node ahead of them. The schedule is walked in order, in
+// batches that grow from kPrefetchFirstBatch entries (the first reads wait for the least) to
+// kPrefetchMaxBatch (fewer round trips), kPrefetchBatches at once on threads of their own. Each
+// batch claims its paths and chunks like list-ahead does (cache_bulk.cpp), so the node's ranks
+// and the job's nodes share the work: a chunk is read from the PFS by one rank of the job and
+// copied once to each node that schedules it; a read that comes while its chunk is being
+// prefetched waits for that load, as for any claimed entry.
+#include <algorithm>
+#include <utility>
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/common/log.hpp"
+
+namespace larder {
+
+void Cache::schedule(std::vector<ScheduledRead> reads, bool append) {
+  stats_.add(Counter::prefetch_entries, reads.size());
+  if (!reads.empty() && prefetch_ != nullptr) scheduled_.store(true, std::memory_order_relaxed);
+  {
+    std::lock_guard lock(plan_mu_);
+    if (!append) {
+      // The batches of the old schedule still running finish (what they claimed is published);
+      // those queued see the new generation and do nothing.
+      ++plan_generation_;
+      plan_.clear();
+      plan_next_ = 0;
+      plan_position_ = 0;
+      plan_batches_ = 0;
+      plan_full_ = false;
+    }
+    plan_.insert(plan_.end(), std::make_move_iterator(reads.begin()),
+                 std::make_move_iterator(reads.end()));
+  }
+  pump_prefetch();
+}
+
+void Cache::schedule_position(std::uint64_t position) {
+  {
+    std::lock_guard lock(plan_mu_);
+    if (position <= plan_position_) return;
+    plan_position_ = position;
+  }
+  pump_prefetch();
+}
+
+void Cache::settle_prefetch() {
+  if (prefetch_ != nullptr) prefetch_->settle();
+}
+
+void Cache::pump_prefetch() {
+  if (prefetch_ == nullptr || closing()) return;
+  std::lock_guard lock(plan_mu_);
+  // What the reads have passed is not fetched any more.
+  if (plan_next_ < plan_position_) {
+    stats_.add(Counter::prefetch_passed,
+               std::min<std::uint64_t>(plan_position_, plan_.size()) - plan_next_);
+    plan_next_ = std::min<std::size_t>(plan_position_, plan_.size());
+  }
+  const std::uint64_t limit = plan_position_ + config_.prefetch_ahead;
+  while (plan_running_ < kPrefetchBatches && plan_next_ < plan_.size() && plan_next_ < limit &&
+         !plan_full_) {
+    const std::size_t want = std::min(
+        kPrefetchMaxBatch, kPrefetchFirstBatch << std::min(plan_batches_, std::uint32_t{8}));
+    const auto n = static_cast<std::size_t>(
+        std::min<std::uint64_t>({want, plan_.size() - plan_next_, limit - plan_next_}));
+    std::vector<ScheduledRead> batch(plan_.begin() + static_cast<std::ptrdiff_t>(plan_next_),
+                                     plan_.begin() + static_cast<std::ptrdiff_t>(plan_next_ + n));
+    const std::uint64_t generation = plan_generation_;
+    ++plan_running_;
+    const bool queued = prefetch_->submit([this, generation, b = std::move(batch)]() mutable {
+      run_prefetch(generation, std::move(b));
+    });
+    if (!queued) {  // stopped (the job ends), or no thread: the reads load on demand
+      --plan_running_;
+      return;
+    }
+    plan_next_ += n;
+    ++plan_batches_;
+  }
+}
+
+void Cache::run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch) {
+  bool current = false;
+  {
+    std::lock_guard lock(plan_mu_);
+    current = generation == plan_generation_;
+  }
+  bool fits = true;
+  if (current && !closing()) {
+    try {
+      fits = prefetch_batch(batch);
+    } catch (const std::exception& e) {  // what it claimed was published or failed: reads go on
+      LARDER_LOG_LIMITED(kWarn, "a prefetch batch failed: {}", e.what());
+    }
+  }
+  {
+    std::lock_guard lock(plan_mu_);
+    --plan_running_;
+    if (!fits && generation == plan_generation_) plan_full_ = true;
+  }
+  pump_prefetch();
+}
+
+}  // namespace larder

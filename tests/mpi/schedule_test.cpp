@@ -1,0 +1,204 @@
+// Told the order (larder_schedule): 4 ranks on 2 emulated nodes hand Larder their coming reads
+// (whole small files and byte ranges of large ones, in a shuffled order), wait until the
+// prefetch has settled, then read. Every read equals a direct read; the chunks were loaded
+// ahead (no read missed), each from the PFS once for the job; a second epoch that reads the
+// other node's files finds them copied to its node ahead. Then the faults: entries naming
+// nothing Larder can cache, a schedule larger than the budget, ranks that read what they did not
+// schedule, and the job ending while prefetches are in flight.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <larder/larder.h>
+#include <algorithm>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/api/runtime.hpp"
+#include "tests/mpi/mpi_fixture.hpp"
+#include "tests/support/data_files.hpp"
+
+namespace larder::testing {
+namespace {
+
+std::uint64_t u64(const nlohmann::json& j) {
+  return j.is_number() ? j.get<std::uint64_t>() : 0;
+}
+
+class ScheduleTest : public MpiFixture {
+ protected:
+  static constexpr std::uint64_t kChunk = 64 << 10;
+  static constexpr std::size_t kSmall = 48;
+
+  void SetUp() override {
+    chunk_size = kChunk;
+    MpiFixture::SetUp();
+    set_env("LARDER_NODE_SIZE", "2");
+    set_env("LARDER_LIST_AHEAD", "0");  // only the schedule loads ahead
+  }
+
+  // 48 small files of 1 B .. 60 KiB, and 2 large ones of 3 chunks and a bit.
+  std::vector<std::uint64_t> sizes() const {
+    std::vector<std::uint64_t> s;
+    std::mt19937_64 random(49);
+    for (std::size_t i = 0; i < kSmall; ++i) s.push_back(1 + random() % (60 << 10));
+    s.push_back(3 * kChunk + 17);
+    s.push_back(5 * kChunk + 1);
+    return s;
+  }
+  std::string name(std::size_t i) const { return "set/f" + std::to_string(i); }
+  std::uint64_t make_dataset() {
+    if (rank() == 0) std::filesystem::create_directory(data("set"));
+    barrier();
+    std::uint64_t bytes = 0;
+    const auto s = sizes();
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      make_file(name(i), s[i], 300 + i);
+      bytes += s[i];
+    }
+    return bytes;
+  }
+
+  // Epoch `epoch`'s reads of rank `r`: the small files i with (i + epoch) % 4 == r, shuffled, and
+  // a byte range of a large file (rank r % 2's), as a sampler's share of a permutation.
+  struct Read {
+    std::size_t file;
+    std::uint64_t offset;
+    std::uint64_t length;
+  };
+  std::vector<Read> reads_of(int r, int epoch) const {
+    std::vector<Read> out;
+    for (std::size_t i = 0; i < kSmall; ++i) {
+      if (static_cast<int>((i + static_cast<std::size_t>(epoch)) % 4) == r)
+        out.push_back({i, 0, 0});
+    }
+    std::mt19937_64 random(static_cast<std::uint64_t>(epoch * 10 + r));
+    std::shuffle(out.begin(), out.end(), random);
+    const std::size_t large = kSmall + static_cast<std::size_t>((r + epoch) % 2);
+    out.push_back({large, r < 2 ? 0 : kChunk + 5, r < 2 ? kChunk + 5 : 0});
+    return out;
+  }
+
+  void schedule(const std::vector<Read>& reads, unsigned flags = 0) {
+    std::vector<std::string> paths;
+    for (const Read& r : reads) paths.push_back(data(name(r.file)));
+    std::vector<larder_read_t> plan;
+    for (std::size_t k = 0; k < reads.size(); ++k) {
+      plan.push_back({paths[k].c_str(), reads[k].offset, reads[k].length});
+    }
+    ASSERT_EQ(larder_schedule(plan.data(), plan.size(), flags), LARDER_OK) << larder_last_error();
+  }
+  static void settle() {
+    if (Lease s = Runtime::instance().session()) s->cache().settle_prefetch();
+  }
+
+  // Reads each entry through the C API and compares it with a direct read; reports the
+  // position as it goes.
+  void read(const std::vector<Read>& reads, const char* who) {
+    const auto s = sizes();
+    for (std::size_t k = 0; k < reads.size(); ++k) {
+      const Read& r = reads[k];
+      const std::string path = data(name(r.file));
+      const std::uint64_t end = r.length == 0 ? s[r.file] : r.offset + r.length;
+      std::vector<std::byte> got(end - r.offset);
+      const int fd = larder_open(path.c_str(), O_RDONLY);
+      ASSERT_GE(fd, 0) << path;
+      EXPECT_EQ(larder_pread(fd, got.data(), got.size(), static_cast<off_t>(r.offset)),
+                static_cast<ssize_t>(got.size()))
+          << path;
+      larder_close(fd);
+      const auto whole = read_whole(path);
+      EXPECT_TRUE(
+          std::equal(got.begin(), got.end(), whole.begin() + static_cast<std::ptrdiff_t>(r.offset)))
+          << who << " rank " << rank() << ": " << path;
+      EXPECT_EQ(larder_schedule_position(k + 1), LARDER_OK);
+    }
+  }
+};
+
+TEST_F(ScheduleTest, ScheduledReadsFindTheirChunksReadyAndThePfsIsReadOnce) {
+  if (size() != 4) GTEST_SKIP() << "needs 4 ranks on 2 nodes";
+  const std::uint64_t bytes = make_dataset();
+  init();
+  int job_rank = -1;
+  int job_size = 0;
+  ASSERT_EQ(larder_job(&job_rank, &job_size), LARDER_OK);
+  EXPECT_EQ(job_rank, rank());
+  EXPECT_EQ(job_size, size());
+  // Epoch 0, with epoch 1's order appended as a sampler hands it.
+  schedule(reads_of(rank(), 0));
+  schedule(reads_of(rank(), 1), LARDER_SCHEDULE_APPEND);
+  settle();
+  barrier();
+  read(reads_of(rank(), 0), "epoch 0");
+  barrier();
+  // Epoch 1 replaces the schedule: each rank reads files another rank (of either node) loaded.
+  schedule(reads_of(rank(), 1));
+  settle();
+  barrier();
+  read(reads_of(rank(), 1), "epoch 1");
+  barrier();
+  const auto stats = finalize();
+  if (rank() == 0 && std::getenv("LARDER_TEST_SHOW") != nullptr) {
+    std::printf("%s\n%s\n", stats.dump().c_str(), stats["prefetch"].dump().c_str());
+  }
+  // Every chunk was loaded ahead of its read, from the PFS once for the job.
+  EXPECT_EQ(u64(stats["misses"]), 0U) << stats.dump();
+  EXPECT_EQ(u64(stats["pfs"]["bytes_read"]), bytes) << stats["pfs"].dump();
+  EXPECT_EQ(u64(stats["prefetch"]["loaded_bytes"]), bytes) << stats["prefetch"].dump();
+  EXPECT_EQ(u64(stats["fallbacks"]), 0U) << stats["fallback_causes"].dump();
+  // Epoch 1's chunks held on the other node were copied to the reading node ahead: no read went
+  // over the network itself.
+  EXPECT_EQ(u64(stats["hits"]["remote"]), 0U) << stats["hits"].dump();
+  EXPECT_GT(u64(stats["node"]["copies"]), 0U) << stats["node"].dump();
+  EXPECT_EQ(u64(stats["prefetch"]["skipped"]), 0U);
+}
+
+TEST_F(ScheduleTest, AWrongScheduleCostsAtMostWhatItFetchedAndTheJobEndsCleanly) {
+  if (size() != 4) GTEST_SKIP() << "needs 4 ranks on 2 nodes";
+  set_env("LARDER_MEM", "1M");  // the schedule names more than the node's budget
+  make_dataset();
+  if (rank() == 0) {
+    std::filesystem::create_directory(data("set/dir"));
+  }
+  barrier();
+  init();
+  // Entries that name nothing Larder can cache, among real ones.
+  const std::string missing = data("set/missing");
+  const std::string dir = data("set/dir");
+  const std::string a = data(name(static_cast<std::size_t>(rank())));
+  std::vector<larder_read_t> plan = {{missing.c_str(), 0, 0}, {"/proc/self/status", 0, 0},
+                                     {dir.c_str(), 0, 0},     {nullptr, 0, 0},
+                                     {a.c_str(), 1 << 30, 0}, {"", 0, 0}};
+  ASSERT_EQ(larder_schedule(plan.data(), plan.size(), 0), LARDER_OK) << larder_last_error();
+  EXPECT_EQ(larder_schedule(nullptr, 1, 0), LARDER_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(larder_schedule(plan.data(), plan.size(), 4), LARDER_ERR_INVALID_ARGUMENT);
+  settle();
+  // Every file, the large ones whole, several times over: more than LARDER_MEM holds.
+  std::vector<Read> all;
+  for (int e = 0; e < 4; ++e) {
+    for (std::size_t i = 0; i < sizes().size(); ++i) all.push_back({i, 0, 0});
+  }
+  schedule(all, LARDER_SCHEDULE_APPEND);
+  settle();
+  barrier();
+  // Ranks leave their schedule: they read another rank's share, in another order.
+  std::vector<Read> other = reads_of((rank() + 1) % 4, 2);
+  std::reverse(other.begin(), other.end());
+  read(other, "off the schedule");
+  // The job ends while a new schedule's prefetches are in flight.
+  schedule(reads_of(rank(), 3));
+  barrier();
+  const auto stats = finalize();
+  if (rank() == 0 && std::getenv("LARDER_TEST_SHOW") != nullptr) {
+    std::printf("%s\n", stats["prefetch"].dump().c_str());
+  }
+  EXPECT_GE(u64(stats["prefetch"]["skipped"]), 4U * 5) << stats["prefetch"].dump();
+  EXPECT_GE(u64(stats["prefetch"]["no_room"]), 1U) << stats["prefetch"].dump();
+  // A prefetch never turns a read into a fallback of its own.
+  EXPECT_EQ(u64(stats["fallback_causes"]["integrity"]), 0U);
+}
+
+}  // namespace
+}  // namespace larder::testing
