@@ -68,7 +68,10 @@ Result<CliOptions> parse_command_line(int argc, char** argv) {
       "generate: mlperf (mlperf_storage v2.0 files) or head (DLIO main) where they differ")(
       "npz-zip", po::value(&npz)->default_value("modern"),
       "generate: zip headers of CPython >= 3.11.4 (modern) or older (legacy)")(
-      "no-progress", "no progress line on stderr (it is shown only on a terminal)");
+      "no-progress", "no progress line on stderr (it is shown only on a terminal)")(
+      "prefetch",
+      "train: hand each epoch's sample order to Larder ahead of the reads (larder_schedule; "
+      "the same as --set reader.larder_prefetch=true)");
   po::options_description hidden;
   hidden.add_options()("command", po::value(&command))("workload", po::value(&o.workload_path));
   po::options_description all;
@@ -84,6 +87,7 @@ Result<CliOptions> parse_command_line(int argc, char** argv) {
     po::notify(vm);
     if (vm.count("help") || command.empty()) return o;
     o.progress = vm.count("no-progress") == 0;
+    if (vm.count("prefetch") != 0) o.overrides.emplace_back("reader.larder_prefetch=true");
   } catch (const po::error& e) {
     return Status::error(e.what());
   }

@@ -54,6 +54,9 @@ struct ReaderConfig {
   std::uint64_t transfer_size = 0;  // 0: 256 KiB, TensorFlow's and numpy's buffer
   bool odirect = false;
   TimeSpec preprocess_time;
+  // Larder's extension: hand each epoch's sample order to Larder (larder_schedule) before the
+  // epoch starts, and the next epoch's after it, so that the reads find their files ready.
+  bool larder_prefetch = false;
 };
 
 struct TrainConfig {

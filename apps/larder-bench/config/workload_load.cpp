@@ -103,9 +103,12 @@ Status load_reader(YamlFields& f, ReaderConfig& r) {
       !(s = read_choice(f, p + "read_type", kReadTypes, r.read_type)).ok() ||
       !(s = f.read(p + "transfer_size", r.transfer_size)).ok() ||
       !(s = f.read(p + "odirect", r.odirect)).ok() ||
-      !(s = read_time(f, p + "preprocess_time", r.preprocess_time)).ok()) {
+      !(s = read_time(f, p + "preprocess_time", r.preprocess_time)).ok() ||
+      !(s = f.read(p + "larder_prefetch", r.larder_prefetch)).ok()) {
     return s;
   }
+  // --prefetch sets reader.larder_prefetch, whichever name the workload gives its reader.
+  if (p != "reader." && !(s = f.read("reader.larder_prefetch", r.larder_prefetch)).ok()) return s;
   for (const char* k :
        {"dont_use_mmap", "reader_classname", "multiprocessing_context", "data_loader_classname",
         "data_loader_sampler", "file_access", "pin_memory", "transformed_record_dims",
