@@ -127,15 +127,6 @@ def generate(tree, files, low, high):
             f.write(rnd.randbytes(rnd.randint(low, high)))
 
 
-def warm(tree):
-    """Reads every file under `tree` (into this machine's page cache)."""
-    for top, _, names in os.walk(tree):
-        for n in names:
-            with open(os.path.join(top, n), "rb") as f:
-                while f.read(1 << 20):
-                    pass
-
-
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--rank":
         rank_main(*sys.argv[2:7])
@@ -154,9 +145,9 @@ def main():
     ap.add_argument("--file-size", metavar="MIN-MAX",
                     help="files of MIN..MAX bytes (random), 20 classes, written here instead of "
                     "larder-treebench's 1-2 KiB")
-    ap.add_argument("--warm-server", metavar="DIR",
-                    help="after each page-cache drop, read the dataset's files under DIR (the "
-                    "shaped PFS's export): its server holds them in memory, the clients do not")
+    ap.add_argument("--generate-in", metavar="DIR",
+                    help="write a missing dataset here (the shaped PFS's export, where ROOT is "
+                    "its mount) instead of through ROOT")
     ap.add_argument("--told", action="store_true",
                     help="add Larder told the order (larder.torch.DistributedSampler)")
     ap.add_argument("--compute", type=float, default=0.0, metavar="SECONDS",
@@ -167,13 +158,14 @@ def main():
     suffix = f"-{args.file_size}" if args.file_size else ""
     tree = os.path.join(args.root, f"dataset-{args.files}{suffix}")
     if not os.path.exists(os.path.join(tree, ".complete")):
-        shutil.rmtree(tree, ignore_errors=True)
+        where = os.path.join(args.generate_in, os.path.basename(tree)) if args.generate_in else tree
+        shutil.rmtree(where, ignore_errors=True)
         if args.file_size:
-            generate(tree, args.files, *(int(x) for x in args.file_size.split("-")))
+            generate(where, args.files, *(int(x) for x in args.file_size.split("-")))
         else:
-            subprocess.run([args.treebench, "generate", tree, "--dataset", "--files",
+            subprocess.run([args.treebench, "generate", where, "--dataset", "--files",
                             str(args.files)], check=True, stdout=subprocess.DEVNULL)
-        open(os.path.join(tree, ".complete"), "w").close()
+        open(os.path.join(where, ".complete"), "w").close()
     scratch = args.scratch or os.path.join(args.root, "scratch-imagefolder")
     os.makedirs(scratch, exist_ok=True)
     dropped = True
@@ -192,8 +184,6 @@ def main():
         for name, larder, told in sides:
             print(f"{context}: {name}", file=sys.stderr, flush=True)
             dropped = drop_caches() and dropped
-            if args.warm_server:
-                warm(os.path.join(args.warm_server, os.path.basename(tree)))
             results.append((name, run(args, tree, context, larder, scratch, told)))
         plain = results[0][1]
         floor = plain["batches"] * args.compute
