@@ -341,9 +341,9 @@ class Cache {
   std::uint64_t room() const;
 
   // schedules (cache_prefetch.cpp)
-  static constexpr std::uint32_t kPrefetchBatches = 4;   // batches in flight at once
-  static constexpr std::size_t kPrefetchFirstBatch = 8;  // entries, doubling per batch...
-  static constexpr std::size_t kPrefetchMaxBatch = 128;  // ...up to this
+  static constexpr std::uint32_t kPrefetchBatches = 4;     // batches in flight at once
+  static constexpr std::uint64_t kPrefetchFirstBatch = 8;  // entries, doubling per batch...
+  static constexpr std::uint64_t kPrefetchMaxBatch = 128;  // ...up to this
   // Hands out batches while fewer than kPrefetchBatches run and the window allows.
   void pump_prefetch();
   void run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch);
@@ -596,12 +596,14 @@ class Cache {
   // List-ahead's threads (null when LARDER_LIST_AHEAD_DIRS is 0). Stopped first in ~Cache, before
   // anything its tasks use.
   std::unique_ptr<Background> background_;
-  // The schedule (guarded by plan_mu_): its entries since the last replacement, the next one to
-  // hand to a batch, the reads' position, batches handed out in this generation and running.
+  // The schedule (guarded by plan_mu_): its entries not yet handed out (and some before), the
+  // next one to hand to a batch and the reads' position (indices since the last replacement),
+  // batches handed out in this generation and running.
   std::mutex plan_mu_;
-  std::vector<ScheduledRead> plan_;
+  std::vector<ScheduledRead> plan_;  // entries plan_base_ .. (those before are handed out)
+  std::uint64_t plan_base_ = 0;
   std::uint64_t plan_generation_ = 0;
-  std::size_t plan_next_ = 0;
+  std::uint64_t plan_next_ = 0;
   std::uint64_t plan_position_ = 0;
   std::uint32_t plan_batches_ = 0;
   std::uint32_t plan_running_ = 0;

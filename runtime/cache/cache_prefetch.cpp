@@ -16,7 +16,8 @@ namespace larder {
 
 void Cache::schedule(std::vector<ScheduledRead> reads, bool append) {
   stats_.add(Counter::prefetch_entries, reads.size());
-  if (!reads.empty() && prefetch_ != nullptr) scheduled_.store(true, std::memory_order_relaxed);
+  if (prefetch_ == nullptr) return;  // LARDER_PREFETCH_AHEAD=0: nothing is kept or fetched
+  if (!reads.empty()) scheduled_.store(true, std::memory_order_relaxed);
   {
     std::lock_guard lock(plan_mu_);
     if (!append) {
@@ -24,6 +25,7 @@ void Cache::schedule(std::vector<ScheduledRead> reads, bool append) {
       // those queued see the new generation and do nothing.
       ++plan_generation_;
       plan_.clear();
+      plan_base_ = 0;
       plan_next_ = 0;
       plan_position_ = 0;
       plan_batches_ = 0;
@@ -51,21 +53,21 @@ void Cache::settle_prefetch() {
 void Cache::pump_prefetch() {
   if (prefetch_ == nullptr || closing()) return;
   std::lock_guard lock(plan_mu_);
+  const std::uint64_t end = plan_base_ + plan_.size();
   // What the reads have passed is not fetched any more.
   if (plan_next_ < plan_position_) {
-    stats_.add(Counter::prefetch_passed,
-               std::min<std::uint64_t>(plan_position_, plan_.size()) - plan_next_);
-    plan_next_ = std::min<std::size_t>(plan_position_, plan_.size());
+    const std::uint64_t to = std::min(plan_position_, end);
+    stats_.add(Counter::prefetch_passed, to - plan_next_);
+    plan_next_ = to;
   }
   const std::uint64_t limit = plan_position_ + config_.prefetch_ahead;
-  while (plan_running_ < kPrefetchBatches && plan_next_ < plan_.size() && plan_next_ < limit &&
+  while (plan_running_ < kPrefetchBatches && plan_next_ < end && plan_next_ < limit &&
          !plan_full_) {
-    const std::size_t want = std::min(
+    const std::uint64_t want = std::min(
         kPrefetchMaxBatch, kPrefetchFirstBatch << std::min(plan_batches_, std::uint32_t{8}));
-    const auto n = static_cast<std::size_t>(
-        std::min<std::uint64_t>({want, plan_.size() - plan_next_, limit - plan_next_}));
-    std::vector<ScheduledRead> batch(plan_.begin() + static_cast<std::ptrdiff_t>(plan_next_),
-                                     plan_.begin() + static_cast<std::ptrdiff_t>(plan_next_ + n));
+    const std::uint64_t n = std::min({want, end - plan_next_, limit - plan_next_});
+    const auto from = plan_.begin() + static_cast<std::ptrdiff_t>(plan_next_ - plan_base_);
+    std::vector<ScheduledRead> batch(from, from + static_cast<std::ptrdiff_t>(n));
     const std::uint64_t generation = plan_generation_;
     ++plan_running_;
     const bool queued = prefetch_->submit([this, generation, b = std::move(batch)]() mutable {
@@ -77,6 +79,12 @@ void Cache::pump_prefetch() {
     }
     plan_next_ += n;
     ++plan_batches_;
+  }
+  // Entries handed out are dropped once they are half the schedule: a rank holds what is ahead.
+  const std::uint64_t done = plan_next_ - plan_base_;
+  if (done >= kPrefetchMaxBatch && done * 2 >= plan_.size()) {
+    plan_.erase(plan_.begin(), plan_.begin() + static_cast<std::ptrdiff_t>(done));
+    plan_base_ = plan_next_;
   }
 }
 
