@@ -5,12 +5,13 @@
 # samples/s, MiB/s, PFS bytes per epoch) and writes a PNG plot of per-epoch throughput and AU.
 #
 #   sudo apps/larder-bench/report.sh [--build DIR] [--rate 200mbit] [--ranks 2] [--out DIR]
-#                                    [--modes "posix larder preload"]   (also: steps)
+#                                    [--modes "posix larder preload"]   (also: told, steps)
 #
 # Needs root (namespaces, tc, the mount) and a built tree (bin/larder-bench; lib/ for the
 # preload mode, which is skipped with a message when lib/liblarder_preload.so is absent).
 # Modes: posix (the baseline, plain reads of the remote file system), larder (Larder's C API),
-# preload (the same POSIX reader under LD_PRELOAD=liblarder_preload.so), steps (preload, run twice
+# preload (the same POSIX reader under LD_PRELOAD=liblarder_preload.so), told (Larder's C API told
+# each epoch's sample order, larder-bench --prefetch), steps (preload, run twice
 # as two job steps of one allocation, LARDER_KEEP: the second step is reported). Results stay in
 # --out (default /tmp/lbp-report): one larder-bench --output directory per mode, report.dat and
 # report.png. Takes about two minutes on a 2-core machine.
@@ -82,6 +83,10 @@ for mode in $modes; do
   case $mode in
     posix) ;;
     larder) env=(-genv LARDER_PREFIX "$mnt") ;;
+    told)
+      env=(-genv LARDER_PREFIX "$mnt")
+      args=("$bench" train "$workload" --set dataset.data_folder="$mnt" --io larder --prefetch
+            --output "$out/$mode") ;;
     preload)
       lib=$build/lib/liblarder_preload.so
       if [[ ! -f $lib ]]; then
@@ -102,7 +107,7 @@ for mode in $modes; do
         { tail -20 "$out/steps-1.log" >&2; die "step 1 failed (log: $out/steps-1.log)"; }
       args=("$bench" train "$workload" --set dataset.data_folder="$mnt" --io preload
             --output "$out/$mode") ;;
-    *) die "unknown mode $mode: accepted posix, larder, preload, steps" ;;
+    *) die "unknown mode $mode: accepted posix, larder, preload, told, steps" ;;
   esac
   # Larder's runs write their stats; their job report (larder-report) goes next to them.
   [[ $mode == posix ]] || env+=(-genv LARDER_STATS "$out/$mode.stats.json")

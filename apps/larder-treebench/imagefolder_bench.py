@@ -9,7 +9,7 @@ dropped before each run. Prints the slowest rank's dataset construction and epoc
   imagefolder_bench.py --treebench build/release/bin/larder-treebench \\
       --preload build/release/lib/liblarder_preload.so --root /var/tmp/larder-sizes \\
       [--files 20000] [--ranks 4] [--node-size 2] [--contexts fork,spawn] [--told] \\
-      [--compute SECONDS]
+      [--compute SECONDS] [--workers 2]
 
 --told adds a third side: Larder told the order (larder.torch.DistributedSampler, one changed
 line). --compute sleeps that long per batch in the training loop (a model's step); the compute
@@ -38,7 +38,7 @@ def collate(batch):
     return sum(n for n, _ in batch), [c for _, c in batch]
 
 
-def rank_main(root, context, out, told="0", compute="0"):
+def rank_main(root, context, out, told="0", compute="0", workers="2"):
     # No MPI in the Python: Debian's mpi4py is built on Open MPI, and a training script need not
     # call MPI (Larder starts from the launcher's environment). Rank and size from MPICH's or
     # Open MPI's launcher; the ranks meet through torch.distributed (gloo, a file store).
@@ -60,7 +60,7 @@ def rank_main(root, context, out, told="0", compute="0"):
         DistributedSampler = tud.DistributedSampler
     sampler = DistributedSampler(ds, num_replicas=size, rank=rank, shuffle=True, seed=7)
     compute = float(compute)
-    loader = tud.DataLoader(ds, batch_size=64, sampler=sampler, num_workers=2,
+    loader = tud.DataLoader(ds, batch_size=64, sampler=sampler, num_workers=int(workers),
                             multiprocessing_context=context, collate_fn=collate)
     epochs, total = [], 0
     for epoch in range(2):
@@ -104,7 +104,7 @@ def run(args, tree, context, larder, scratch, told=False):
         python_dir = os.path.join(os.path.dirname(os.path.dirname(args.preload)), "python")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [python_dir, env.get("PYTHONPATH")]))
     cmd += [PYTHON, os.path.abspath(__file__), "--rank", tree, context, out, "1" if told else "0",
-            str(args.compute)]
+            str(args.compute), str(args.workers)]
     for leftover in [out + ".store"] + [f"{out}.{r}" for r in range(args.ranks)]:
         if os.path.exists(leftover):
             os.remove(leftover)
@@ -129,7 +129,7 @@ def generate(tree, files, low, high):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--rank":
-        rank_main(*sys.argv[2:7])
+        rank_main(*sys.argv[2:8])
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--treebench", required=True)
@@ -140,6 +140,7 @@ def main():
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--node-size", type=int, default=2)
     ap.add_argument("--contexts", default="fork,spawn")
+    ap.add_argument("--workers", type=int, default=2, help="DataLoader workers per rank")
     ap.add_argument("--scratch", help="where the runs' own files go (default: ROOT/scratch-"
                     "imagefolder; give a local directory when ROOT is a shaped PFS mount)")
     ap.add_argument("--file-size", metavar="MIN-MAX",
@@ -170,7 +171,7 @@ def main():
     os.makedirs(scratch, exist_ok=True)
     dropped = True
     print(f"{args.files} files, {args.ranks} ranks on {args.ranks // args.node_size} emulated "
-          f"nodes, DataLoader of 2 workers")
+          f"nodes, DataLoader of {args.workers} workers")
     print()
     print("| context | side | ImageFolder built s | epoch 1 s | epoch 2 s | built + epoch 1 ÷ plain | "
           "epoch 2 ÷ plain | epoch 1 ÷ floor | epoch 2 ÷ floor | PFS reads |")
