@@ -66,6 +66,7 @@ COLOURS = {
     "kept": "#8E6BB8",
     "pfs": "#3A3A3A",
     "pfs_ops": "#CC79A7",
+    "prefetch": "#009E73",
     "app": "#C8C8C8",
     "bars": "#5A6E8C",
     "max": "#B3261E",
@@ -503,9 +504,13 @@ def timeline_plot(series, buckets, bucket_ns):
     top.set_ylabel(f"read, {unit}/s")
     top.legend(loc="lower left", bbox_to_anchor=(0, 1), ncol=3)
     pfs_bytes = rate("pfs_bytes")
-    divisor, unit = _size_scale(max(pfs_bytes, default=0))
+    prefetch = rate("prefetch_bytes")
+    divisor, unit = _size_scale(max(pfs_bytes + prefetch, default=0))
     bottom.plot(x, [v / divisor for v in pfs_bytes], color=COLOURS["pfs"],
                 label="PFS bytes/s (left)")
+    if any(prefetch):  # told the order (larder_schedule): chunks made ready on their node ahead
+        bottom.plot(x, [v / divisor for v in prefetch], color=COLOURS["prefetch"],
+                    linestyle=":", label="made ready ahead by schedules, bytes/s (left)")
     bottom.set_ylabel(f"PFS, {unit}/s")
     ops = bottom.twinx()
     ops.spines["right"].set_visible(True)

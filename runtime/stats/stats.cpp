@@ -311,6 +311,7 @@ SeriesValues Stats::series() const noexcept {
   set(Series::pfs_ops, get(Counter::pfs_read_ops) + get(Counter::pfs_open_ops) +
                            get(Counter::pfs_stat_ops) + get(Counter::pfs_list_ops));
   set(Series::kept_bytes, get(Counter::kept_bytes_adopted));
+  set(Series::prefetch_bytes, get(Counter::prefetch_bytes));
   return v;
 }
 

@@ -30,7 +30,8 @@ namespace larder {
   X(fallback_bytes, "fallback_bytes") \
   X(pfs_bytes, "pfs_bytes")           \
   X(pfs_ops, "pfs_ops")               \
-  X(kept_bytes, "kept_bytes")
+  X(kept_bytes, "kept_bytes")         \
+  X(prefetch_bytes, "prefetch_bytes")
 
 enum class Series : int {
 #define LARDER_TIMELINE_ENUM(name, key) name,
