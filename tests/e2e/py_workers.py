@@ -6,6 +6,9 @@ rank's agent served its workers in that epoch (stat answers, chunk places, reads
 answers are in its table, so a warm epoch should need none.
 
     py_workers.py <data dir> <out prefix> <fork|spawn|forkserver> <epochs> [persistent]
+
+With LPL_SAMPLER=larder the sampler is larder.torch.DistributedSampler, shuffled (e2e_told_order):
+the same files for the ranks as torch's, each epoch's order handed to Larder at set_epoch.
 """
 import hashlib
 import json
@@ -54,9 +57,15 @@ def main():
     dist.init_process_group("gloo", init_method="file://" + out + ".store", rank=rank,
                             world_size=size)
     dataset = Files(data)
-    # The same files for a rank every epoch (no shuffle): from the second epoch on, every file a
-    # node's workers read is one the node read before.
-    sampler = DistributedSampler(dataset, num_replicas=size, rank=rank, shuffle=False)
+    if os.environ.get("LPL_SAMPLER") == "larder":
+        from larder.torch import DistributedSampler as Told  # the one changed line
+
+        sampler = Told(dataset, num_replicas=size, rank=rank, shuffle=True, seed=49,
+                       paths=dataset.files)
+    else:
+        # The same files for a rank every epoch (no shuffle): from the second epoch on, every
+        # file a node's workers read is one the node read before.
+        sampler = DistributedSampler(dataset, num_replicas=size, rank=rank, shuffle=False)
     loader = DataLoader(dataset, batch_size=8, sampler=sampler, num_workers=2,
                         multiprocessing_context=context, persistent_workers=persistent,
                         collate_fn=collate)
