@@ -334,7 +334,8 @@ class Cache {
   // The entries of a schedule's batch: their stat answers, then their chunks, in bulk, as
   // list-ahead resolves a directory's. False when the node's budget had no room for them all
   // (those that fit are made ready, in order).
-  bool prefetch_batch(std::span<const ScheduledRead> reads);
+  // `*covered`: the bytes of the chunks the entries cover (known before or not).
+  bool prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* covered);
   // The chunks of `chunks` (claimed on the node): loaded here, found, or copied to this node.
   void resolve_chunks(std::vector<BulkItem>& chunks);
   // Free bytes of this rank's tiers (their budgets less what is placed).
@@ -344,6 +345,9 @@ class Cache {
   static constexpr std::uint32_t kPrefetchBatches = 4;     // batches in flight at once
   static constexpr std::uint64_t kPrefetchFirstBatch = 8;  // entries, doubling per batch...
   static constexpr std::uint64_t kPrefetchMaxBatch = 128;  // ...up to this
+  // Bytes in flight at most (estimated from the last batch's bytes per entry), so that on a
+  // bandwidth-bound PFS the earliest entries are not slowed by the whole epoch's.
+  static constexpr std::uint64_t kPrefetchInFlight = 64ull << 20;
   // Hands out batches while fewer than kPrefetchBatches run and the window allows.
   void pump_prefetch();
   void run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch);
@@ -607,7 +611,8 @@ class Cache {
   std::uint64_t plan_position_ = 0;
   std::uint32_t plan_batches_ = 0;
   std::uint32_t plan_running_ = 0;
-  bool plan_full_ = false;  // the budget had no room: nothing more in this generation
+  bool plan_full_ = false;              // the budget had no room: nothing more in this generation
+  std::uint64_t plan_entry_bytes_ = 0;  // bytes per entry of the last batch (0: none yet)
   // This rank has been told an order: list-ahead resolves stat answers, not small files' data.
   std::atomic<bool> scheduled_{false};
   // The schedule's batches (null when LARDER_PREFETCH_AHEAD is 0). Stopped with background_.

@@ -530,7 +530,8 @@ std::uint64_t Cache::room() const {
   return free;
 }
 
-bool Cache::prefetch_batch(std::span<const ScheduledRead> reads) {
+bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* covered) {
+  *covered = 0;
   // Phase 1: the stat answers of the paths (each once), as list-ahead's.
   std::vector<BulkItem> paths;
   std::unordered_set<Key, KeyHash> seen;
@@ -582,6 +583,7 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads) {
     if (r.offset >= size) continue;
     const std::uint64_t end =
         r.length == 0 || r.length > size - r.offset ? size : r.offset + r.length;
+    *covered += end - r.offset;
     const ChunkGeometry geometry{size, config_.chunk_size};
     for (std::uint64_t i = r.offset / config_.chunk_size;
          fits && i <= (end - 1) / config_.chunk_size; ++i) {

@@ -61,10 +61,17 @@ void Cache::pump_prefetch() {
     plan_next_ = to;
   }
   const std::uint64_t limit = plan_position_ + config_.prefetch_ahead;
-  while (plan_running_ < kPrefetchBatches && plan_next_ < end && plan_next_ < limit &&
-         !plan_full_) {
+  // One batch until one has said how large the entries are; then as many entries in flight as
+  // kPrefetchInFlight holds (small files: kPrefetchBatches batches of up to kPrefetchMaxBatch;
+  // files of several chunks: fewer entries per batch).
+  const std::uint32_t at_once = plan_entry_bytes_ == 0 ? 1 : kPrefetchBatches;
+  const std::uint64_t in_flight_entries =
+      plan_entry_bytes_ == 0 ? kPrefetchMaxBatch
+                             : std::max<std::uint64_t>(1, kPrefetchInFlight / plan_entry_bytes_);
+  while (plan_running_ < at_once && plan_next_ < end && plan_next_ < limit && !plan_full_) {
     const std::uint64_t want = std::min(
-        kPrefetchMaxBatch, kPrefetchFirstBatch << std::min(plan_batches_, std::uint32_t{8}));
+        {kPrefetchMaxBatch, kPrefetchFirstBatch << std::min(plan_batches_, std::uint32_t{8}),
+         std::max<std::uint64_t>(1, in_flight_entries / kPrefetchBatches)});
     const std::uint64_t n = std::min({want, end - plan_next_, limit - plan_next_});
     const auto from = plan_.begin() + static_cast<std::ptrdiff_t>(plan_next_ - plan_base_);
     std::vector<ScheduledRead> batch(from, from + static_cast<std::ptrdiff_t>(n));
@@ -95,9 +102,10 @@ void Cache::run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> ba
     current = generation == plan_generation_;
   }
   bool fits = true;
+  std::uint64_t covered = 0;
   if (current && !closing()) {
     try {
-      fits = prefetch_batch(batch);
+      fits = prefetch_batch(batch, &covered);
     } catch (const std::exception& e) {  // what it claimed was published or failed: reads go on
       LARDER_LOG_LIMITED(kWarn, "a prefetch batch failed: {}", e.what());
     }
@@ -106,6 +114,7 @@ void Cache::run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> ba
     std::lock_guard lock(plan_mu_);
     --plan_running_;
     if (!fits && generation == plan_generation_) plan_full_ = true;
+    if (covered > 0) plan_entry_bytes_ = std::max<std::uint64_t>(1, covered / batch.size());
   }
   pump_prefetch();
 }
