@@ -425,12 +425,11 @@ void Cache::stop_background() noexcept {
 
 void Cache::list_ahead(const std::string& dir, const Listing& listing) {
   if (config_.list_ahead == 0 || listing.error != 0 || closing()) return;
-  // Told the order, this rank leaves ahead-of-time work to the schedule, which names what the
-  // node will read and when: a listing's every entry is more than a sampler's share.
-  if (scheduled_.load(std::memory_order_relaxed)) return;
   const std::vector<std::string> all = listing.names();
   // A large directory (a dataset's class of 100,000 files) in batches of LARDER_LIST_AHEAD
   // entries: the same round trips per batch, and memory bounded by one batch, not the directory.
+  // Told the order, this rank leaves ahead-of-time work to the schedule, which names what the
+  // node will read and when: a listing's every entry is more than a sampler's share.
   for (std::size_t at = 0;
        at < all.size() && !closing() && !scheduled_.load(std::memory_order_relaxed);
        at += config_.list_ahead) {
@@ -545,9 +544,6 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
   }
   resolve_paths(paths);
   if (closing()) return true;
-  // Phase 2: the chunks the reads cover that the node does not know yet, in order, as many as
-  // the budget has room for (a chunk the cache cannot hold is read on demand, as without a
-  // schedule: a prefetch never turns a later read into a fallback).
   // The answers another rank of the node was resolving in phase 1, waited for together.
   std::vector<std::optional<PathRecord>> records(reads.size());
   std::vector<std::size_t> unknown;
@@ -564,6 +560,9 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
     auto found = lookup(reads[unknown[u]].path);
     if (found.ok()) records[unknown[u]] = *found;
   });
+  // Phase 2: the chunks the reads cover that the node does not know yet, in order, as many as
+  // the budget has room for (a chunk the cache cannot hold is read on demand, as without a
+  // schedule: a prefetch never turns a later read into a fallback).
   std::vector<BulkItem> chunks;
   std::uint64_t free = room();
   bool fits = true;
