@@ -7,6 +7,17 @@
 
 #include <cerrno>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define LARDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LARDER_ASAN 1
+#endif
+#endif
+#if defined(LARDER_ASAN)
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace larder::sys {
 namespace {
 
@@ -127,7 +138,17 @@ int dup(int fd) noexcept {
 
 void* mmap(void* addr, std::size_t len, int prot, int flags, int fd, off_t offset) noexcept {
   // NOLINTNEXTLINE(performance-no-int-to-ptr): the system call returns the address as a long
-  return reinterpret_cast<void*>(::syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
+  void* p = reinterpret_cast<void*>(::syscall(SYS_mmap, addr, len, prot, flags, fd, offset));
+  if (p != MAP_FAILED) forget_shadow(p, len);
+  return p;
+}
+
+void forget_shadow([[maybe_unused]] void* addr, [[maybe_unused]] std::size_t len) noexcept {
+#if defined(LARDER_ASAN)
+  // Only where something is poisoned: clearing writes len / 8 bytes of shadow, which a read of
+  // the (untouched, zero) shadow does not.
+  if (__asan_region_is_poisoned(addr, len) != nullptr) __asan_unpoison_memory_region(addr, len);
+#endif
 }
 
 int munmap(void* addr, std::size_t len) noexcept {

@@ -38,7 +38,13 @@ int unlinkat(int dirfd, const char* path, int flags) noexcept;
 int rmdir(const char* path) noexcept;
 int flock(int fd, int op) noexcept;
 int dup(int fd) noexcept;
+// Under AddressSanitizer a successful mapping's shadow is cleared (see forget_shadow).
 void* mmap(void* addr, std::size_t len, int prot, int flags, int fd, off_t offset) noexcept;
+// Under AddressSanitizer, clears the shadow of a fresh mapping [addr, addr + len); nothing
+// otherwise. A mapping may take addresses whose shadow still marks a stack's redzones: in a
+// forked child, glibc unmaps the parent's other threads' stacks without ASan clearing their
+// shadow (google/sanitizers#836), and system calls made directly bypass ASan's mmap interceptor.
+void forget_shadow(void* addr, std::size_t len) noexcept;
 int munmap(void* addr, std::size_t len) noexcept;
 // Retries EINTR (MADV_POPULATE_* can be interrupted).
 int madvise(void* addr, std::size_t len, int advice) noexcept;

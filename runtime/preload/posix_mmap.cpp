@@ -82,6 +82,7 @@ std::optional<void*> serve_mmap(FileService& svc, void* addr, size_t len, int pr
   const int anon_flags = (flags & ~MAP_TYPE) | MAP_PRIVATE | MAP_ANONYMOUS;
   void* map = pass_mmap(addr, len, PROT_READ | PROT_WRITE, anon_flags, -1, 0);
   if (map == MAP_FAILED) return MAP_FAILED;
+  sys::forget_shadow(map, len);  // filled by the (in sanitizer builds, checked) copies below
   const auto start = static_cast<std::uint64_t>(offset);
   if (start < file->file.size) {
     const std::size_t want = std::min<std::uint64_t>(len, file->file.size - start);
