@@ -232,11 +232,12 @@ void print_one(const json& s) {
   std::cout << fmt::format(
       "told the order    {} schedule entries; {} chunks ({}) made ready on their node ahead, {} "
       "of them from the PFS; {} entries skipped (nothing to cache), {} passed by the reads, {} "
-      "batches stopped for room\n",
+      "batches stopped for room; {} reads waited for their prefetch ({})\n",
       num(counter(s, "prefetch.entries")), num(counter(s, "prefetch.chunks")),
       bytes(counter(s, "prefetch.bytes")), bytes(counter(s, "prefetch.loaded_bytes")),
       num(counter(s, "prefetch.skipped")), num(counter(s, "prefetch.passed")),
-      num(counter(s, "prefetch.no_room")));
+      num(counter(s, "prefetch.no_room")), num(counter(s, "prefetch.waited")),
+      time_text(static_cast<double>(counter(s, "prefetch.wait_ns").value_or(0))));
   std::cout << fmt::format("between nodes     {} in {} gets, {} errors; {} messages\n",
                            bytes(counter(s, "transport.bytes")), num(counter(s, "transport.gets")),
                            num(counter(s, "transport.errors")),

@@ -169,7 +169,14 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
   bool short_read = false;
   for_each_piece(geometry, offset, into.size(), [&](const ChunkPiece& piece) {
     auto dst = into.subspan(piece.offset_in_buffer, piece.length);
+    // A chunk this rank's schedule is making ready now: the read waits for that load (counted
+    // before it waits).
+    const bool early = prefetching(chunk_key(file.id, piece.index));
+    if (early) stats_.add(Counter::prefetch_waited);
+    const auto start =
+        early ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     auto located = locate(file, piece.index);
+    if (early) stats_.add(Counter::prefetch_wait_ns, ns_since(start));
     if (!located.ok()) {
       error = located.status();
       return false;

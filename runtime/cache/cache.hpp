@@ -350,6 +350,10 @@ class Cache {
   static constexpr std::uint64_t kPrefetchInFlight = 64ull << 20;
   // Hands out batches while fewer than kPrefetchBatches run and the window allows.
   void pump_prefetch();
+  // The chunks of a batch while it makes them ready (in_flight_).
+  void prefetch_claimed(std::span<const BulkItem> chunks, bool claimed);
+  // Whether `key` is a chunk this rank's prefetch is making ready now.
+  bool prefetching(const Key& key);
   void run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch);
   void list_ahead(const std::string& dir, const Listing& listing);
   // list_ahead() on a background thread (LARDER_LIST_AHEAD_DIRS at once), or here when that is 0
@@ -617,6 +621,12 @@ class Cache {
   std::atomic<bool> scheduled_{false};
   // The schedule's batches (null when LARDER_PREFETCH_AHEAD is 0). Stopped with background_.
   std::unique_ptr<Background> prefetch_;
+  // The chunks this rank's batches have claimed and not yet made ready (guarded by
+  // in_flight_mu_; in_flight_n_ is their number, read without the lock): a read of one of them
+  // waits for its prefetch, and counts as prefetch.waited.
+  std::mutex in_flight_mu_;
+  std::unordered_set<Key, KeyHash> in_flight_;
+  std::atomic<std::size_t> in_flight_n_{0};
 };
 
 }  // namespace larder

@@ -607,7 +607,14 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
     }
     if (!fits) break;
   }
-  resolve_chunks(chunks);
+  prefetch_claimed(chunks, true);
+  try {
+    resolve_chunks(chunks);
+  } catch (...) {
+    prefetch_claimed(chunks, false);
+    throw;
+  }
+  prefetch_claimed(chunks, false);
   for (const BulkItem& it : chunks) {
     if (it.answer.kind != Answer::Kind::kCached) continue;
     const auto rec = unpack<ChunkRecord>(it.answer.payload);
@@ -618,6 +625,19 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
   }
   if (!fits) stats_.add(Counter::prefetch_no_room);
   return fits;
+}
+
+void Cache::prefetch_claimed(std::span<const BulkItem> chunks, bool claimed) {
+  if (chunks.empty()) return;
+  std::lock_guard lock(in_flight_mu_);
+  for (const BulkItem& it : chunks) {
+    if (claimed) {
+      in_flight_.insert(it.key);
+    } else {
+      in_flight_.erase(it.key);
+    }
+  }
+  in_flight_n_.store(in_flight_.size(), std::memory_order_relaxed);
 }
 
 }  // namespace larder

@@ -119,4 +119,10 @@ void Cache::run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> ba
   pump_prefetch();
 }
 
+bool Cache::prefetching(const Key& key) {
+  if (in_flight_n_.load(std::memory_order_relaxed) == 0) return false;  // most reads
+  std::lock_guard lock(in_flight_mu_);
+  return in_flight_.contains(key);
+}
+
 }  // namespace larder

@@ -47,6 +47,8 @@ namespace larder {
   X(prefetch_skipped, "prefetch.skipped")                           \
   X(prefetch_passed, "prefetch.passed")                             \
   X(prefetch_no_room, "prefetch.no_room")                           \
+  X(prefetch_waited, "prefetch.waited")                             \
+  X(prefetch_wait_ns, "prefetch.wait_ns")                           \
   X(fallbacks, "fallbacks")                                         \
   X(waits, "waits")                                                 \
   X(meta_hits, "meta.hits")                                         \

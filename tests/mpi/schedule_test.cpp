@@ -153,6 +153,9 @@ TEST_F(ScheduleTest, ScheduledReadsFindTheirChunksReadyAndThePfsIsReadOnce) {
   EXPECT_EQ(u64(stats["hits"]["remote"]), 0U) << stats["hits"].dump();
   EXPECT_GT(u64(stats["node"]["copies"]), 0U) << stats["node"].dump();
   EXPECT_EQ(u64(stats["prefetch"]["skipped"]), 0U);
+  // Each read came after its prefetch had settled: none waited for one.
+  EXPECT_EQ(u64(stats["prefetch"]["waited"]), 0U) << stats["prefetch"].dump();
+  EXPECT_EQ(u64(stats["prefetch"]["wait_ns"]), 0U);
 }
 
 TEST_F(ScheduleTest, AWrongScheduleCostsAtMostWhatItFetchedAndTheJobEndsCleanly) {

@@ -22,6 +22,17 @@ class FaultyFileSystem final : public FileSystem {
   // seen. Shows that reads are made several at a time without timing them.
   int meet = 0;
   std::atomic<int> max_in_flight{0};
+  // While held (hold(true)), every read waits (at most 30 s) until hold(false); wait_held(n)
+  // returns once n reads are waiting (false after 30 s). Lets a test act while a load is under way.
+  void hold(bool held) {
+    std::lock_guard lock(mu_);
+    held_ = held;
+    cv_.notify_all();
+  }
+  bool wait_held(int n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(30), [&] { return waiting_ >= n; });
+  }
 
   Result<ResolvedPath> resolve(const std::string& path) override {
     if (int e = fail_resolve_with.load(); e != 0) return from_errno(e, "injected resolve failure");
@@ -30,6 +41,15 @@ class FaultyFileSystem final : public FileSystem {
   Result<std::size_t> read(const std::string& path, std::uint64_t version, std::uint64_t offset,
                            std::span<std::byte> into) override {
     if (int e = fail_reads_with.load(); e != 0) return from_errno(e, "injected read failure");
+    {
+      std::unique_lock lock(mu_);
+      if (held_) {
+        ++waiting_;
+        cv_.notify_all();
+        cv_.wait_for(lock, std::chrono::seconds(30), [this] { return !held_; });
+        --waiting_;
+      }
+    }
     if (meet > 1) {
       std::unique_lock lock(mu_);
       const int now = ++in_flight_;
@@ -51,6 +71,8 @@ class FaultyFileSystem final : public FileSystem {
   std::condition_variable cv_;
   int in_flight_ = 0;  // guarded by mu_
   bool met_ = false;   // guarded by mu_: `meet` reads were in flight once (then none waits)
+  bool held_ = false;  // guarded by mu_: reads wait for hold(false)
+  int waiting_ = 0;    // guarded by mu_: reads waiting while held
 };
 
 }  // namespace larder::testing

@@ -620,6 +620,42 @@ TEST(CacheTest, ConcurrentReadersLoadEachChunkOnce) {
   EXPECT_EQ(h.count(Counter::misses), 17u);
 }
 
+// Told the order: a read that comes while its chunk's prefetch is under way waits for that load
+// (the PFS is read once), gets the file's bytes and counts in prefetch.waited; a read of a chunk
+// made ready ahead does not.
+TEST(CacheTest, AReadThatOvertakesItsPrefetchWaitsForItAndIsCounted) {
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true);
+  const std::string a = h.make_file("a", kChunk / 2, 3);
+  const std::string b = h.make_file("b", kChunk + 5, 4);
+  const CachedFile fa = h.open(a);
+  const CachedFile fb = h.open(b);
+  h.pfs.hold(true);
+  h.cache->schedule({Cache::ScheduledRead{a, 0, 0}}, false);
+  ASSERT_TRUE(h.pfs.wait_held(1));  // the prefetch's load of a is under way, and held
+  std::vector<std::byte> got;
+  std::thread reader([&] { got = h.read(fa, 0, kChunk); });
+  // The read counts itself before it waits: only then may the load go on.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (h.count(Counter::prefetch_waited) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  h.pfs.hold(false);
+  reader.join();
+  EXPECT_EQ(got, testing::direct_read(a, 0, kChunk));
+  EXPECT_EQ(h.count(Counter::prefetch_waited), 1u);
+  EXPECT_GT(h.count(Counter::prefetch_wait_ns), 0u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 1u);
+
+  h.cache->schedule({Cache::ScheduledRead{b, 0, 0}}, true);
+  h.cache->settle_prefetch();
+  EXPECT_EQ(h.read(fb, 0, 2 * kChunk), testing::direct_read(b, 0, 2 * kChunk));
+  EXPECT_EQ(h.read(fa, 0, kChunk), testing::direct_read(a, 0, kChunk));
+  EXPECT_EQ(h.count(Counter::prefetch_waited), 1u);  // b's two chunks were ready
+  EXPECT_EQ(h.count(Counter::prefetch_chunks), 3u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 3u);
+  EXPECT_EQ(h.count(Counter::misses), 0u);
+}
+
 // Model-based: a random mix of files, offsets and lengths against direct reads (the model).
 TEST(CacheTest, RandomizedAgainstDirectReads) {
   CacheHarness h(/*mem_budget=*/8 * kChunk);  // small, so some reads take the fallback
