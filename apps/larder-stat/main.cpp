@@ -231,7 +231,8 @@ void print_one(const json& s) {
       num(counter(s, "list_ahead.inline")));
   std::cout << fmt::format(
       "told the order    {} schedule entries; {} chunks ({}) made ready on their node ahead, {} "
-      "of them from the PFS; {} entries skipped (nothing to cache), {} passed by the reads, {} "
+      "of them from the PFS; {} entries skipped (nothing to cache), {} behind the reported "
+      "position, {} "
       "batches stopped for room; {} reads waited for their prefetch ({})\n",
       num(counter(s, "prefetch.entries")), num(counter(s, "prefetch.chunks")),
       bytes(counter(s, "prefetch.bytes")), bytes(counter(s, "prefetch.loaded_bytes")),

@@ -169,14 +169,7 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
   bool short_read = false;
   for_each_piece(geometry, offset, into.size(), [&](const ChunkPiece& piece) {
     auto dst = into.subspan(piece.offset_in_buffer, piece.length);
-    // A chunk this rank's schedule is making ready now: the read waits for that load (counted
-    // before it waits).
-    const bool early = prefetching(chunk_key(file.id, piece.index));
-    if (early) stats_.add(Counter::prefetch_waited);
-    const auto start =
-        early ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     auto located = locate(file, piece.index);
-    if (early) stats_.add(Counter::prefetch_wait_ns, ns_since(start));
     if (!located.ok()) {
       error = located.status();
       return false;
@@ -252,6 +245,12 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
   const ChunkContext context(file, index);
   // A FAILED entry: the loader could not keep it (no room, or the file is shorter than it was).
   const Payload read_pfs = direct_payload(FallbackCause::kNoRoom);
+  // A chunk this rank's schedule is making ready now: this read (or a worker's, asking for the
+  // place) waits for that load. Counted before it waits.
+  const bool early = prefetching(key);
+  if (early) stats_.add(Counter::prefetch_waited);
+  const auto start =
+      early ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const Answer a = resolve(
       key, kClaimIt | kTicket,
       [&](std::uint64_t ticket) { return load_chunk(file, index, ticket, false, into); },
@@ -259,6 +258,7 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
         return localize_chunk(key, p, tree, into, &file, index);
       },
       &read_pfs);
+  if (early) stats_.add(Counter::prefetch_wait_ns, ns_since(start));
   switch (a.kind) {
     case Answer::Kind::kCached: {
       const auto record = unpack<ChunkRecord>(a.payload);

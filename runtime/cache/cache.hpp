@@ -354,6 +354,8 @@ class Cache {
   void prefetch_claimed(std::span<const BulkItem> chunks, bool claimed);
   // Whether `key` is a chunk this rank's prefetch is making ready now.
   bool prefetching(const Key& key);
+  // `key` is ready on the node: no longer in in_flight_ (if it was).
+  void prefetch_published(const Key& key);
   void run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch);
   void list_ahead(const std::string& dir, const Listing& listing);
   // list_ahead() on a background thread (LARDER_LIST_AHEAD_DIRS at once), or here when that is 0

@@ -25,8 +25,9 @@ struct Cache::BulkItem {
   FileId file;        // chunks: the file's identity, size and version
   std::uint64_t size = 0;
   std::uint64_t version = 0;
-  std::uint64_t index = 0;    // chunks: the chunk's index in the file
-  bool node_claimed = false;  // this rank holds the key's node-table entry
+  std::uint64_t index = 0;      // chunks: the chunk's index in the file
+  bool node_claimed = false;    // this rank holds the key's node-table entry
+  bool node_published = false;  // ... and has published it (as soon as it was loaded)
   std::uint32_t slot = 0;
   Answer answer;  // the outcome (kCached: remember and share; otherwise the node's ranks retry)
   Result<Claim> claim = Status(Errc::kInternal, 0, "not looked up");
@@ -104,7 +105,7 @@ void Cache::resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& lo
   for (BulkItem& it : items) {
     const bool cached = it.answer.kind == Answer::Kind::kCached;
     if (cached) memo_put(it.key, it.answer.payload);
-    if (!it.node_claimed) continue;
+    if (!it.node_claimed || it.node_published) continue;
     if (cached) {
       node_->publish(it.slot, it.answer.payload);
     } else {
@@ -158,7 +159,10 @@ void Cache::resolve_bulk_in_group(std::vector<BulkItem>& items, unsigned flags, 
     part.reserve(indices.size());
     for (std::size_t i : indices) part.push_back(items[i]);
     resolve_bulk_at_home(part, flags, load, localize_all, failed_as);
-    for (std::size_t k = 0; k < indices.size(); ++k) items[indices[k]].answer = part[k].answer;
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      items[indices[k]].answer = part[k].answer;
+      items[indices[k]].node_published = part[k].node_published;
+    }
   };
   if (!represented.empty()) {
     at_homes(represented);
@@ -241,7 +245,17 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
     }
   }
   std::vector<Loaded> loaded(claimed.size());
-  load_all(claimed.size(), [&](std::size_t k) { loaded[k] = load(items[claimed[k]]); });
+  load_all(claimed.size(), [&](std::size_t k) {
+    BulkItem& it = items[claimed[k]];
+    loaded[k] = load(it);
+    // Ready on the node as soon as it is loaded: a reader of the node waiting for it goes on
+    // without waiting for the rest of the batch (the directory hears of the batch together).
+    if (loaded[k].publish && it.node_claimed) {
+      node_->publish(it.slot, loaded[k].answer.payload);
+      it.node_published = true;
+      prefetch_published(it.key);
+    }
+  });
   for (std::size_t k = 0; k < claimed.size(); ++k) {
     BulkItem& it = items[claimed[k]];
     Loaded& l = loaded[k];
@@ -625,6 +639,12 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
   }
   if (!fits) stats_.add(Counter::prefetch_no_room);
   return fits;
+}
+
+void Cache::prefetch_published(const Key& key) {
+  if (in_flight_n_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(in_flight_mu_);
+  if (in_flight_.erase(key) != 0) in_flight_n_.store(in_flight_.size(), std::memory_order_relaxed);
 }
 
 void Cache::prefetch_claimed(std::span<const BulkItem> chunks, bool claimed) {

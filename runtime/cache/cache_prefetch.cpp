@@ -54,12 +54,6 @@ void Cache::pump_prefetch() {
   if (prefetch_ == nullptr || closing()) return;
   std::lock_guard lock(plan_mu_);
   const std::uint64_t end = plan_base_ + plan_.size();
-  // What the reads have passed is not fetched any more.
-  if (plan_next_ < plan_position_) {
-    const std::uint64_t to = std::min(plan_position_, end);
-    stats_.add(Counter::prefetch_passed, to - plan_next_);
-    plan_next_ = to;
-  }
   const std::uint64_t limit = plan_position_ + config_.prefetch_ahead;
   // One batch until one has said how large the entries are; then as many entries in flight as
   // kPrefetchInFlight holds (small files: kPrefetchBatches batches of up to kPrefetchMaxBatch;
@@ -83,6 +77,13 @@ void Cache::pump_prefetch() {
     if (!queued) {  // stopped (the job ends), or no thread: the reads load on demand
       --plan_running_;
       return;
+    }
+    // Entries behind the reported position are fetched all the same: a loader reports what it
+    // has handed out, ahead of its reads (a DataLoader draws its sampler prefetch_factor x
+    // workers batches ahead of the workers), and an entry the reads did load already costs the
+    // batch a lookup in this rank's memo.
+    if (plan_next_ < plan_position_) {
+      stats_.add(Counter::prefetch_passed, std::min(plan_position_ - plan_next_, n));
     }
     plan_next_ += n;
     ++plan_batches_;

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <string>
+#include <utility>
 
 #include "runtime/pfs/posix_file_system.hpp"
 
@@ -22,11 +24,13 @@ class FaultyFileSystem final : public FileSystem {
   // seen. Shows that reads are made several at a time without timing them.
   int meet = 0;
   std::atomic<int> max_in_flight{0};
-  // While held (hold(true)), every read waits (at most 30 s) until hold(false); wait_held(n)
-  // returns once n reads are waiting (false after 30 s). Lets a test act while a load is under way.
-  void hold(bool held) {
+  // While held (hold(true)), every read (of `path` only, when one is named) waits (at most 30 s)
+  // until hold(false); wait_held(n) returns once n reads are waiting (false after 30 s). Lets a
+  // test act while a load is under way.
+  void hold(bool held, std::string path = {}) {
     std::lock_guard lock(mu_);
     held_ = held;
+    held_path_ = std::move(path);
     cv_.notify_all();
   }
   bool wait_held(int n) {
@@ -43,7 +47,7 @@ class FaultyFileSystem final : public FileSystem {
     if (int e = fail_reads_with.load(); e != 0) return from_errno(e, "injected read failure");
     {
       std::unique_lock lock(mu_);
-      if (held_) {
+      if (held_ && (held_path_.empty() || held_path_ == path)) {
         ++waiting_;
         cv_.notify_all();
         cv_.wait_for(lock, std::chrono::seconds(30), [this] { return !held_; });
@@ -69,10 +73,11 @@ class FaultyFileSystem final : public FileSystem {
   PosixFileSystem real_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int in_flight_ = 0;  // guarded by mu_
-  bool met_ = false;   // guarded by mu_: `meet` reads were in flight once (then none waits)
-  bool held_ = false;  // guarded by mu_: reads wait for hold(false)
-  int waiting_ = 0;    // guarded by mu_: reads waiting while held
+  int in_flight_ = 0;      // guarded by mu_
+  bool met_ = false;       // guarded by mu_: `meet` reads were in flight once (then none waits)
+  bool held_ = false;      // guarded by mu_: reads wait for hold(false)
+  std::string held_path_;  // guarded by mu_: the only path held (empty: every path)
+  int waiting_ = 0;        // guarded by mu_: reads waiting while held
 };
 
 }  // namespace larder::testing

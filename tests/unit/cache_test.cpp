@@ -656,6 +656,54 @@ TEST(CacheTest, AReadThatOvertakesItsPrefetchWaitsForItAndIsCounted) {
   EXPECT_EQ(h.count(Counter::misses), 0u);
 }
 
+// Told the order: a chunk is ready on the node as soon as its own load ends, not when the rest
+// of its batch has loaded: b's read does not wait while a, later in the same batch, is held.
+TEST(CacheTest, APrefetchedChunkIsReadyBeforeTheRestOfItsBatch) {
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true);
+  h.config.load_parallel = 1;  // the batch loads b, then a
+  const std::string a = h.make_file("a", kChunk / 2, 5);
+  const std::string b = h.make_file("b", kChunk / 2, 6);
+  const CachedFile fa = h.open(a);
+  const CachedFile fb = h.open(b);
+  h.pfs.hold(true, a);
+  h.cache->schedule({Cache::ScheduledRead{b, 0, 0}, Cache::ScheduledRead{a, 0, 0}}, false);
+  ASSERT_TRUE(h.pfs.wait_held(1));  // a's load is under way, so b's has ended
+  EXPECT_EQ(h.read(fb, 0, kChunk), testing::direct_read(b, 0, kChunk));
+  EXPECT_EQ(h.count(Counter::prefetch_waited), 0u);
+  h.pfs.hold(false);
+  h.cache->settle_prefetch();
+  EXPECT_EQ(h.read(fa, 0, kChunk), testing::direct_read(a, 0, kChunk));
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 2u);
+  EXPECT_EQ(h.count(Counter::prefetch_chunks), 2u);
+  EXPECT_EQ(h.count(Counter::misses), 0u);
+}
+
+// Told the order: a loader reports the position of what it has handed out, ahead of its reads (a
+// DataLoader's sampler). Entries behind the position are fetched all the same.
+TEST(CacheTest, EntriesBehindTheReportedPositionAreStillFetched) {
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true);
+  std::vector<std::string> paths;
+  std::vector<Cache::ScheduledRead> reads;
+  for (int i = 0; i < 12; ++i) {  // more than the first batch (Cache::kPrefetchFirstBatch)
+    paths.push_back(h.make_file("p" + std::to_string(i), kChunk / 4, 10 + i));
+    h.open(paths.back());
+    reads.push_back(Cache::ScheduledRead{paths.back(), 0, 0});
+  }
+  h.pfs.hold(true);
+  h.cache->schedule(reads, false);
+  ASSERT_TRUE(h.pfs.wait_held(1));           // the first batch is loading
+  h.cache->schedule_position(reads.size());  // every entry handed out, none read yet
+  h.pfs.hold(false);
+  h.cache->settle_prefetch();
+  EXPECT_EQ(h.count(Counter::prefetch_chunks), reads.size());
+  EXPECT_GT(h.count(Counter::prefetch_passed), 0u);
+  for (const std::string& p : paths) {
+    EXPECT_EQ(h.read(h.open(p), 0, kChunk), testing::direct_read(p, 0, kChunk));
+  }
+  EXPECT_EQ(h.count(Counter::misses), 0u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), reads.size());
+}
+
 // Model-based: a random mix of files, offsets and lengths against direct reads (the model).
 TEST(CacheTest, RandomizedAgainstDirectReads) {
   CacheHarness h(/*mem_budget=*/8 * kChunk);  // small, so some reads take the fallback
