@@ -282,6 +282,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   ChunkRecord rec;
   bool known = false;
   bool copied = false;  // this request brought it from another node: a remote hit
+  bool asked = false;   // the rank placed it for this read (and counted prefetch.ready)
   {
     std::shared_lock lock(memo_mu_);
     // A place of another version of the file (it changed during the job) is asked for again.
@@ -308,6 +309,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
     if (place.node_local == 0) return false;
     rec = place.record;
     copied = place.copied != 0;
+    asked = true;
     // A kept file the rank placed a chunk of is used in this step: its chunks are the view's too.
     if (view != nullptr && rec.tier == Tier::kFile) view->kept_file_known(rec.segment);
     std::unique_lock lock(memo_mu_);
@@ -337,6 +339,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   copy_out(**arena, rec.offset + offset_in_chunk, into, !disk_backed(rec.tier, rec.segment));
   stats().add(copied ? Counter::hits_remote : Counter::hits_node);
   stats().add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
+  if (rec.ahead != 0 && !asked) stats().add(Counter::prefetch_ready);
   stats().add(copied ? Counter::served_remote_bytes : Counter::served_node_bytes, into.size());
   if (rec.tier == Tier::kDisk) stats().add(Counter::served_disk_bytes, into.size());
   return true;

@@ -275,6 +275,9 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
         direct_read.cause = FallbackCause::kChanged;
         return direct_read;
       }
+      // A schedule made it ready on this node before this read came (one that waited counts
+      // as waited above instead).
+      if (record.ahead != 0 && !early && !a.fresh) stats_.add(Counter::prefetch_ready);
       return Located{Source::kCache, record, a.fresh, a.copied};
     }
     case Answer::Kind::kError:

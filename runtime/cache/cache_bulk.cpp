@@ -28,6 +28,7 @@ struct Cache::BulkItem {
   std::uint64_t index = 0;      // chunks: the chunk's index in the file
   bool node_claimed = false;    // this rank holds the key's node-table entry
   bool node_published = false;  // ... and has published it (as soon as it was loaded)
+  bool ahead = false;           // a schedule's chunk: the node's record says so (ChunkRecord)
   std::uint32_t slot = 0;
   Answer answer;  // the outcome (kCached: remember and share; otherwise the node's ranks retry)
   Result<Claim> claim = Status(Errc::kInternal, 0, "not looked up");
@@ -37,6 +38,15 @@ namespace {
 
 std::string join(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+// The node's form of a scheduled chunk's answer: marked as made ready ahead (prefetch.ready),
+// when the bytes sit on this node. The directory keeps the unmarked answer.
+Payload node_form(bool ahead, const Payload& payload, bool on_node) {
+  if (!ahead || !on_node) return payload;
+  auto record = unpack<ChunkRecord>(payload);
+  record.ahead = 1;
+  return pack(record);
 }
 
 }  // namespace
@@ -104,6 +114,11 @@ void Cache::resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& lo
   }
   for (BulkItem& it : items) {
     const bool cached = it.answer.kind == Answer::Kind::kCached;
+    if (cached && it.ahead) {  // the directory has its answer: from here on the node's form
+      const auto record = unpack<ChunkRecord>(it.answer.payload);
+      it.answer.payload =
+          node_form(it.ahead, it.answer.payload, record.owner >= 0 && on_this_node(record.owner));
+    }
     if (cached) memo_put(it.key, it.answer.payload);
     if (!it.node_claimed || it.node_published) continue;
     if (cached) {
@@ -251,7 +266,9 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
     // Ready on the node as soon as it is loaded: a reader of the node waiting for it goes on
     // without waiting for the rest of the batch (the directory hears of the batch together).
     if (loaded[k].publish && it.node_claimed) {
-      node_->publish(it.slot, loaded[k].answer.payload);
+      const auto record = unpack<ChunkRecord>(loaded[k].answer.payload);
+      node_->publish(it.slot, node_form(it.ahead, loaded[k].answer.payload,
+                                        record.owner >= 0 && on_this_node(record.owner)));
       it.node_published = true;
       prefetch_published(it.key);
     }
@@ -611,6 +628,7 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
         break;
       }
       it.path = r.path;
+      it.ahead = true;
       it.file = rec.file;
       it.size = size;
       it.version = rec.version();

@@ -51,6 +51,10 @@ struct ChunkRecord {
   std::int32_t owner = -1;    // -1: "read the PFS" (then `segment` says why: a FallbackCause)
   std::uint32_t segment = 0;  // tier kFile only
   Tier tier = Tier::kMem;
+  // 1: a schedule (larder_schedule) made this copy ready on this node before its reads. Set only
+  // in the node table's and the scheduling rank's memo's record, never in the directory's, so
+  // readers of this node (ranks and workers) count prefetch.ready from it.
+  std::uint8_t ahead = 0;
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
   std::uint64_t position = 0;

@@ -47,6 +47,7 @@ namespace larder {
   X(prefetch_skipped, "prefetch.skipped")                           \
   X(prefetch_passed, "prefetch.passed")                             \
   X(prefetch_no_room, "prefetch.no_room")                           \
+  X(prefetch_ready, "prefetch.ready")                               \
   X(prefetch_waited, "prefetch.waited")                             \
   X(prefetch_wait_ns, "prefetch.wait_ns")                           \
   X(fallbacks, "fallbacks")                                         \

@@ -622,7 +622,8 @@ TEST(CacheTest, ConcurrentReadersLoadEachChunkOnce) {
 
 // Told the order: a read that comes while its chunk's prefetch is under way waits for that load
 // (the PFS is read once), gets the file's bytes and counts in prefetch.waited; a read of a chunk
-// made ready ahead does not.
+// made ready ahead counts in prefetch.ready instead, and a read of a chunk loaded on demand in
+// neither.
 TEST(CacheTest, AReadThatOvertakesItsPrefetchWaitsForItAndIsCounted) {
   CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true);
   const std::string a = h.make_file("a", kChunk / 2, 3);
@@ -644,6 +645,7 @@ TEST(CacheTest, AReadThatOvertakesItsPrefetchWaitsForItAndIsCounted) {
   EXPECT_EQ(got, testing::direct_read(a, 0, kChunk));
   EXPECT_EQ(h.count(Counter::prefetch_waited), 1u);
   EXPECT_GT(h.count(Counter::prefetch_wait_ns), 0u);
+  EXPECT_EQ(h.count(Counter::prefetch_ready), 0u);
   EXPECT_EQ(h.count(Counter::pfs_read_ops), 1u);
 
   h.cache->schedule({Cache::ScheduledRead{b, 0, 0}}, true);
@@ -651,9 +653,17 @@ TEST(CacheTest, AReadThatOvertakesItsPrefetchWaitsForItAndIsCounted) {
   EXPECT_EQ(h.read(fb, 0, 2 * kChunk), testing::direct_read(b, 0, 2 * kChunk));
   EXPECT_EQ(h.read(fa, 0, kChunk), testing::direct_read(a, 0, kChunk));
   EXPECT_EQ(h.count(Counter::prefetch_waited), 1u);  // b's two chunks were ready
+  EXPECT_EQ(h.count(Counter::prefetch_ready), 3u);   // and so was a, read a second time
   EXPECT_EQ(h.count(Counter::prefetch_chunks), 3u);
   EXPECT_EQ(h.count(Counter::pfs_read_ops), 3u);
   EXPECT_EQ(h.count(Counter::misses), 0u);
+
+  const std::string c = h.make_file("c", kChunk / 2, 7);  // never scheduled
+  const CachedFile fc = h.open(c);
+  EXPECT_EQ(h.read(fc, 0, kChunk), testing::direct_read(c, 0, kChunk));
+  EXPECT_EQ(h.read(fc, 0, kChunk), testing::direct_read(c, 0, kChunk));
+  EXPECT_EQ(h.count(Counter::misses), 1u);
+  EXPECT_EQ(h.count(Counter::prefetch_ready), 3u);
 }
 
 // Told the order: a chunk is ready on the node as soon as its own load ends, not when the rest
@@ -701,6 +711,7 @@ TEST(CacheTest, EntriesBehindTheReportedPositionAreStillFetched) {
     EXPECT_EQ(h.read(h.open(p), 0, kChunk), testing::direct_read(p, 0, kChunk));
   }
   EXPECT_EQ(h.count(Counter::misses), 0u);
+  EXPECT_EQ(h.count(Counter::prefetch_ready), reads.size());
   EXPECT_EQ(h.count(Counter::pfs_read_ops), reads.size());
 }
 
