@@ -53,6 +53,7 @@ Cache::Cache(CacheParts parts)
   }
   if (config_.prefetch_ahead > 0) {
     prefetch_ = std::make_unique<Background>(kPrefetchBatches, kPrefetchBatches);
+    if (config_.readahead > 0) readahead_ = std::make_unique<Background>(2, kReadAheadQueue);
   }
   // Node groups need a node table (one resolver per node asks for the node).
   group_size_ = node_ != nullptr ? config_.group_size(nodes_) : 0;
@@ -167,6 +168,10 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
   std::size_t total = 0;
   Status error;
   bool short_read = false;
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  bool pieces = false;
+  bool missed = false;
   for_each_piece(geometry, offset, into.size(), [&](const ChunkPiece& piece) {
     auto dst = into.subspan(piece.offset_in_buffer, piece.length);
     auto located = locate(file, piece.index);
@@ -174,6 +179,10 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
       error = located.status();
       return false;
     }
+    if (!pieces) first = piece.index;
+    pieces = true;
+    last = piece.index;
+    missed = missed || located->fresh;
     FallbackCause cause = located->cause;
     if (located->source == Source::kCache &&
         copy_out(located->record, piece.offset_in_chunk, dst, !located->fresh && !located->copied,
@@ -196,6 +205,7 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
     short_read = *n < dst.size();
     return !short_read;
   });
+  if (pieces) read_ahead(file, first, last, missed);
   if (!error.ok() && total == 0) return error;
   return total;
 }
@@ -215,6 +225,8 @@ Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
   out.record = located->record;
   out.node_local = located->source == Source::kCache && on_this_node(located->record.owner);
   out.copied = located->copied;
+  // A worker asks for the places of what its node does not hold: its misses continue a stream.
+  read_ahead(file, index, index, located->fresh);
   return out;
 }
 

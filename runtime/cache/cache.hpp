@@ -357,6 +357,16 @@ class Cache {
   // `key` is ready on the node: no longer in in_flight_ (if it was).
   void prefetch_published(const Key& key);
   void run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch);
+
+  // read-ahead (cache_readahead.cpp)
+  static constexpr std::size_t kReadAheadStreams = 16;  // files followed at once per rank
+  static constexpr std::size_t kReadAheadQueue = 8;     // batches waiting for a thread
+  // A read of chunks `first` .. `last` of `file` has been served (`missed`: one of them was read
+  // from the PFS by this read): follows the file's stream of reads in order and, once a read
+  // continues one, has the next LARDER_READAHEAD chunks made ready on the node.
+  void read_ahead(const CachedFile& file, std::uint64_t first, std::uint64_t last, bool missed);
+  // Chunks `from` .. `to` (exclusive) of `file`, claimed, loaded or copied to this node.
+  void run_read_ahead(const CachedFile& file, std::uint64_t from, std::uint64_t to);
   void list_ahead(const std::string& dir, const Listing& listing);
   // list_ahead() on a background thread (LARDER_LIST_AHEAD_DIRS at once), or here when that is 0
   // or the queue is full.
@@ -629,6 +639,19 @@ class Cache {
   std::mutex in_flight_mu_;
   std::unordered_set<Key, KeyHash> in_flight_;
   std::atomic<std::size_t> in_flight_n_{0};
+  // Read-ahead (null when LARDER_READAHEAD or LARDER_PREFETCH_AHEAD is 0): the files this rank
+  // reads in order (guarded by readahead_mu_; readahead_n_ is their number, read without the
+  // lock: a read of a chunk already known costs nothing more while no file is followed), and
+  // the threads that make their next chunks ready. Stopped with background_.
+  struct ReadStream {
+    FileId file;
+    std::uint64_t next = 0;  // the chunk after the last one read
+    std::uint64_t end = 0;   // the chunk after the last one asked for ahead
+  };
+  std::mutex readahead_mu_;
+  std::vector<ReadStream> streams_;
+  std::atomic<std::size_t> readahead_n_{0};
+  std::unique_ptr<Background> readahead_;
 };
 
 }  // namespace larder

@@ -48,6 +48,7 @@ void Cache::schedule_position(std::uint64_t position) {
 
 void Cache::settle_prefetch() {
   if (prefetch_ != nullptr) prefetch_->settle();
+  if (readahead_ != nullptr) readahead_->settle();
 }
 
 void Cache::pump_prefetch() {

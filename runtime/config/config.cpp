@@ -242,6 +242,14 @@ Result<Config> Config::parse(const Lookup& lookup) {
     }
     c.prefetch_ahead = *n;
   }
+  if (auto v = get("LARDER_READAHEAD")) {
+    auto n = parse_int<std::uint32_t>(*v);
+    if (!n || *n > 1024) {
+      return bad("LARDER_READAHEAD", *v,
+                 "an integer from 0 (no read-ahead) to 1024 (chunks ahead of an in-order reader)");
+    }
+    c.readahead = *n;
+  }
   if (auto v = get("LARDER_SMALL_FILE")) {
     auto n = parse_size(*v);
     if (!n) return bad("LARDER_SMALL_FILE", *v, kSize);

@@ -87,6 +87,9 @@ struct Config {
   // LARDER_PREFETCH_AHEAD: how many entries of a rank's schedule (larder_schedule) its prefetch
   // runs ahead of the reads' position at most (0: schedules are taken and nothing is prefetched)
   std::uint32_t prefetch_ahead = 8192;
+  // LARDER_READAHEAD: chunks made ready ahead of a rank that reads a file of several chunks in
+  // order (0: none; docs/architecture.md, "Read-ahead")
+  std::uint32_t readahead = 4;
   // LARDER_KEEP: the name of the kept store this job's node-local data stays in after the job,
   // for the allocation's later steps (docs/architecture.md, "Kept stores"); empty: keep nothing.
   // `auto` (the default) names it after the allocation (alloc-<id> from SLURM_JOB_ID, PBS_JOBID,

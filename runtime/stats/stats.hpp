@@ -50,6 +50,8 @@ namespace larder {
   X(prefetch_ready, "prefetch.ready")                               \
   X(prefetch_waited, "prefetch.waited")                             \
   X(prefetch_wait_ns, "prefetch.wait_ns")                           \
+  X(readahead_chunks, "readahead.chunks")                           \
+  X(readahead_bytes, "readahead.bytes")                             \
   X(fallbacks, "fallbacks")                                         \
   X(waits, "waits")                                                 \
   X(meta_hits, "meta.hits")                                         \

@@ -155,7 +155,10 @@ TEST_F(VolSerialTest, EachPieceOfAFileIsReadFromThePfsOnce) {
   const larder_stats_t s1 = stats();
   EXPECT_EQ(s1.pfs_bytes_read - s0.pfs_bytes_read, size);
   EXPECT_EQ(s1.pfs_read_ops - s0.pfs_read_ops, (size + 4095) / 4096);
-  EXPECT_EQ(s1.misses - s0.misses, s1.pfs_read_ops - s0.pfs_read_ops);
+  // Each PFS read was a miss or a load ahead of the reads (read-ahead: HDF5 reads much of this
+  // file in order).
+  EXPECT_LE(s1.misses - s0.misses, s1.pfs_read_ops - s0.pfs_read_ops);
+  EXPECT_GT(s1.misses - s0.misses, 0u);
   EXPECT_EQ(s1.fallbacks, s0.fallbacks);
   EXPECT_GT(s1.hits_self - s0.hits_self, 2 * (s1.misses - s0.misses));
 }

@@ -26,10 +26,13 @@ constexpr std::uint64_t kChunk = 64 << 10;
 // One process's cache over real files in a temporary directory.
 class CacheHarness {
  public:
+  // Read-ahead (LARDER_READAHEAD) is off unless a test asks for it: its loads run on threads of
+  // their own, so the counts of misses of a test that reads in order would depend on timing.
   explicit CacheHarness(std::uint64_t mem_budget = 64 << 20, std::size_t dir_capacity = 1 << 16,
-                        bool with_node_table = false)
+                        bool with_node_table = false, std::uint32_t readahead = 0)
       : pfs(stats), directory(dir_capacity) {
     config.chunk_size = kChunk;
+    config.readahead = readahead;
     config.prefixes = {path::real_path_or_empty(data.path())};
     auto arena = Arena::create(arenas / "arena-0.mem", mem_budget);
     if (!arena.ok()) throw std::runtime_error(arena.status().to_string());
@@ -715,9 +718,73 @@ TEST(CacheTest, EntriesBehindTheReportedPositionAreStillFetched) {
   EXPECT_EQ(h.count(Counter::pfs_read_ops), reads.size());
 }
 
+// Read-ahead: a file read in order has its next LARDER_READAHEAD chunks made ready while the
+// reader copies the current one. Each read is followed by settle_prefetch() (read-ahead's
+// threads idle), so every count is exact.
+TEST(CacheTest, AFileReadInOrderHasItsNextChunksMadeReadyAhead) {
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true, /*readahead=*/3);
+  const std::string p = h.make_file("seq", 10 * kChunk + 100, 31);
+  const CachedFile f = h.open(p);
+  const std::uint64_t step = kChunk / 2;  // two reads a chunk
+  for (std::uint64_t off = 0; off < f.size; off += step) {
+    ASSERT_EQ(h.read(f, off, step), testing::direct_read(p, off, step)) << off;
+    h.cache->settle_prefetch();
+    if (off == 0) {  // a miss starts a stream, but nothing is read ahead before it continues
+      EXPECT_EQ(h.count(Counter::readahead_chunks), 0u);
+    } else if (off == step) {  // the second read continues it: chunks 1 .. 3 ahead
+      EXPECT_EQ(h.count(Counter::readahead_chunks), 3u);
+    }
+  }
+  // Only chunk 0 was a miss; the other 10 chunks (the last one short) were made ready ahead, and
+  // each chunk was read from the PFS once.
+  EXPECT_EQ(h.count(Counter::misses), 1u);
+  EXPECT_EQ(h.count(Counter::readahead_chunks), 10u);
+  EXPECT_EQ(h.count(Counter::readahead_bytes), 10 * kChunk + 100 - kChunk);
+  EXPECT_EQ(h.count(Counter::prefetches), 10u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 11u);
+  EXPECT_EQ(h.count(Counter::hits_self), 20u);  // 21 reads, the first one a miss
+  EXPECT_EQ(h.count(Counter::fallbacks), 0u);
+}
+
+// Reads out of order start no stream that continues: nothing is read ahead, and a stream that
+// ends at the file's end is forgotten.
+TEST(CacheTest, ReadsOutOfOrderReadNothingAhead) {
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true, /*readahead=*/4);
+  const std::string p = h.make_file("rand", 12 * kChunk, 32);
+  const CachedFile f = h.open(p);
+  for (const std::uint64_t chunk : {5, 2, 9, 0, 11, 7, 3}) {
+    ASSERT_EQ(h.read(f, chunk * kChunk, kChunk), testing::direct_read(p, chunk * kChunk, kChunk));
+    h.cache->settle_prefetch();
+  }
+  EXPECT_EQ(h.count(Counter::readahead_chunks), 0u);
+  EXPECT_EQ(h.count(Counter::misses), 7u);
+  // A whole-file read covers every chunk itself: nothing is left to read ahead.
+  const std::string q = h.make_file("whole", 4 * kChunk, 33);
+  const CachedFile g = h.open(q);
+  EXPECT_EQ(h.read(g, 0, 4 * kChunk), testing::read_whole(q));
+  h.cache->settle_prefetch();
+  EXPECT_EQ(h.count(Counter::readahead_chunks), 0u);
+}
+
+// A budget smaller than the window: read-ahead stops where the budget ends (nothing is evicted
+// for it), and the reads past it take the PFS with the right bytes.
+TEST(CacheTest, ReadAheadStopsAtTheBudget) {
+  CacheHarness h(/*mem_budget=*/4 * kChunk, 1 << 16, /*with_node_table=*/true, /*readahead=*/8);
+  const std::string p = h.make_file("big", 9 * kChunk, 34);
+  const CachedFile f = h.open(p);
+  for (std::uint64_t chunk = 0; chunk < 9; ++chunk) {
+    ASSERT_EQ(h.read(f, chunk * kChunk, kChunk), testing::direct_read(p, chunk * kChunk, kChunk));
+    h.cache->settle_prefetch();
+  }
+  EXPECT_EQ(h.count(Counter::misses) + h.count(Counter::readahead_chunks), 4u);
+  EXPECT_EQ(h.count(Counter::fallbacks), 5u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 9u);
+}
+
 // Model-based: a random mix of files, offsets and lengths against direct reads (the model).
 TEST(CacheTest, RandomizedAgainstDirectReads) {
-  CacheHarness h(/*mem_budget=*/8 * kChunk);  // small, so some reads take the fallback
+  // Small, so some reads take the fallback; read-ahead on, racing the reads for the budget.
+  CacheHarness h(/*mem_budget=*/8 * kChunk, 1 << 16, /*with_node_table=*/false, /*readahead=*/4);
   std::mt19937_64 rng(2024);
   std::vector<std::string> files;
   std::map<std::string, std::vector<std::byte>> model;

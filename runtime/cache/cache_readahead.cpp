@@ -1,0 +1,63 @@
+// Read-ahead (cache.hpp; docs/architecture.md, "Read-ahead"): a rank that reads a file of
+// several chunks in order has its next LARDER_READAHEAD chunks made ready on its node while it
+// copies the current one, as the kernel reads ahead of a sequential reader. Without it each
+// chunk's PFS read, hash and claim wait for the read that needs it. A stream starts at a read
+// that missed and is confirmed by the next read that continues it (a random reader, e.g. HDF5
+// over chunked datasets, costs nothing ahead); its chunks are claimed like a schedule's
+// (cache_bulk.cpp), so the node's ranks and the job's nodes share the work, and a read that
+// comes first waits for its chunk's load, never a second PFS read. A rank that was told the
+// order leaves it to the schedule. The batches run in Cache::run_read_ahead (cache_bulk.cpp).
+#include <algorithm>
+
+#include "runtime/cache/cache.hpp"
+#include "runtime/chunk/chunk_math.hpp"
+
+namespace larder {
+
+void Cache::read_ahead(const CachedFile& file, std::uint64_t first, std::uint64_t last,
+                       bool missed) {
+  if (readahead_ == nullptr || file.local_only) return;
+  // Most reads: hits of a file nobody follows.
+  if (!missed && readahead_n_.load(std::memory_order_relaxed) == 0) return;
+  if (scheduled_.load(std::memory_order_relaxed) || closing()) return;
+  const std::uint64_t chunks = ChunkGeometry{file.size, config_.chunk_size}.chunk_count();
+  std::uint64_t from = 0;
+  std::uint64_t to = 0;
+  {
+    std::lock_guard lock(readahead_mu_);
+    auto it = std::find_if(streams_.begin(), streams_.end(),
+                           [&](const ReadStream& s) { return s.file == file.id; });
+    if (it != streams_.end() && first + 1 >= it->next && first <= it->end) {
+      // It continues the stream (in the chunk read last, or the next one).
+      it->next = std::max(it->next, last + 1);
+      from = std::max(it->end, last + 1);
+      const std::uint64_t target = std::min<std::uint64_t>(chunks, last + 1 + config_.readahead);
+      if (target > from) {
+        to = target;
+        it->end = target;
+      }
+      if (it->next >= chunks) streams_.erase(it);
+    } else if (missed && last + 1 < chunks) {
+      // A stream may start here: nothing ahead until the next read continues it.
+      if (it == streams_.end()) {
+        if (streams_.size() >= kReadAheadStreams) streams_.erase(streams_.begin());
+        streams_.push_back(ReadStream{file.id, last + 1, last + 1});
+      } else {
+        *it = ReadStream{file.id, last + 1, last + 1};
+      }
+    } else if (it != streams_.end()) {
+      streams_.erase(it);
+    }
+    readahead_n_.store(streams_.size(), std::memory_order_relaxed);
+  }
+  if (to <= from) return;
+  if (!readahead_->submit([this, file, from, to] { run_read_ahead(file, from, to); })) {
+    // Stopped (the job ends) or the queue is full: those chunks are read on demand.
+    std::lock_guard lock(readahead_mu_);
+    for (ReadStream& s : streams_) {
+      if (s.file == file.id && s.end == to) s.end = from;
+    }
+  }
+}
+
+}  // namespace larder
