@@ -44,7 +44,7 @@ struct Reply {
 };
 
 // A reply being sent: its header lives until UCX is done with it.
-struct Outgoing {
+struct OutgoingReply {
   Reply reply;
   Peer* peer = nullptr;  // outlives the request: endpoints close after this object
 };
@@ -307,7 +307,7 @@ void MessageReads::on_request(int from, std::span<const std::byte> body) {
   for (std::size_t at = 0; at + sizeof(Request) <= body.size(); at += sizeof(Request)) {
     Request req;
     std::memcpy(&req, body.data() + at, sizeof req);
-    auto out = std::make_unique<Outgoing>();
+    auto out = std::make_unique<OutgoingReply>();
     out->reply.id = req.id;
     out->peer = *peer;
     std::span<const std::byte> bytes =
@@ -328,7 +328,7 @@ void MessageReads::on_request(int from, std::span<const std::byte> body) {
     }
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
-    param.cb.send = &message_sent<Outgoing>;
+    param.cb.send = &message_sent<OutgoingReply>;
     param.user_data = out.get();
     ucs_status_ptr_t sent = nullptr;
     {

@@ -83,7 +83,7 @@ bool private_dir(const std::string& path, struct stat* st) {
 }
 
 // Creates `path` as a 0700 directory of this user, or checks that the existing one is.
-Status ensure_private_dir(const std::string& path) {
+Status ensure_kept_dir(const std::string& path) {
   if (sys::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
     return from_errno(errno, "cannot create directory " + path);
   }
@@ -484,7 +484,7 @@ Result<std::uint64_t> KeptStore::demote(const File& file) const {
   const std::string dir = child(place_.disk_root(), step);
   for (const std::string& d :
        {place_.disk_base + "/keep-" + place_.name, place_.disk_root(), dir}) {
-    if (Status s = ensure_private_dir(d); !s.ok()) return s;
+    if (Status s = ensure_kept_dir(d); !s.ok()) return s;
   }
   const std::string to = child(dir, name);
   auto copied = copy_sparse(file.path, to);
@@ -502,11 +502,11 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
                                         std::chrono::seconds ttl) {
   KeptPrepared out;
   const std::string store = place.shm_base + "/keep-" + place.name;
-  if (Status s = ensure_private_dir(store); !s.ok()) return s;
-  if (Status s = ensure_private_dir(place.shm_root()); !s.ok()) return s;
+  if (Status s = ensure_kept_dir(store); !s.ok()) return s;
+  if (Status s = ensure_kept_dir(place.shm_root()); !s.ok()) return s;
   if (!place.disk_base.empty()) {
-    if (Status s = ensure_private_dir(place.disk_base + "/keep-" + place.name); !s.ok()) return s;
-    if (Status s = ensure_private_dir(place.disk_root()); !s.ok()) return s;
+    if (Status s = ensure_kept_dir(place.disk_base + "/keep-" + place.name); !s.ok()) return s;
+    if (Status s = ensure_kept_dir(place.disk_root()); !s.ok()) return s;
   }
   const std::string lock_path = store + ".lock";
   UniqueFd lock(sys::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
@@ -677,7 +677,7 @@ Result<KeptPrepared> KeptStore::prepare(const KeptPlace& place, const std::strin
         !is_answers_file(file.path)) {
       const std::string dir = child(place.disk_root(), steps[c.step].name);
       const std::string to = child(dir, name);
-      const Status made = ensure_private_dir(dir);
+      const Status made = ensure_kept_dir(dir);
       Result<std::uint64_t> copied =
           made.ok() ? copy_sparse(file.path, to) : Result<std::uint64_t>(made);
       if (copied.ok()) {
@@ -932,7 +932,7 @@ Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::st
   const std::string shm_dir = place.shm_root() + "/" + job;
   for (const std::string& dir :
        {place.shm_base + "/keep-" + place.name, place.shm_root(), shm_dir}) {
-    if (Status s = ensure_private_dir(dir); !s.ok()) return s;
+    if (Status s = ensure_kept_dir(dir); !s.ok()) return s;
   }
   std::string disk_dir;
   std::vector<std::byte> body;
@@ -943,7 +943,7 @@ Result<std::uint64_t> KeptStore::keep_rank(const KeptPlace& place, const std::st
       disk_dir = place.disk_root() + "/" + job;
       for (const std::string& dir :
            {place.disk_base + "/keep-" + place.name, place.disk_root(), disk_dir}) {
-        if (Status s = ensure_private_dir(dir); !s.ok()) return s;
+        if (Status s = ensure_kept_dir(dir); !s.ok()) return s;
       }
     }
     const std::string& from = files[i];

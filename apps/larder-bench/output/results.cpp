@@ -10,7 +10,7 @@
 namespace larder::bench {
 namespace {
 
-constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 void print_epoch_table(const RunTotals& t, const ResultsContext& ctx, Console& console) {
   console.output(fmt::format("Per-epoch I/O (--io {}): PFS bytes are {}", ctx.io_name,
@@ -22,8 +22,8 @@ void print_epoch_table(const RunTotals& t, const ResultsContext& ctx, Console& c
                              "hits self/node/remote", "misses"));
   for (std::size_t i = 0; i < t.epochs.size(); ++i) {
     const EpochTotals& e = t.epochs[i];
-    const double read = static_cast<double>(e.app_bytes + e.eval_bytes) / kMiB;
-    const double pfs = e.larder ? static_cast<double>((*e.larder)[0]) / kMiB : read;
+    const double read = static_cast<double>(e.app_bytes + e.eval_bytes) / kBytesPerMiB;
+    const double pfs = e.larder ? static_cast<double>((*e.larder)[0]) / kBytesPerMiB : read;
     const std::string hits =
         e.larder ? fmt::format("{}/{}/{}", (*e.larder)[2], (*e.larder)[3], (*e.larder)[4]) : "-";
     const std::string misses = e.larder ? std::to_string((*e.larder)[7]) : "-";
