@@ -20,7 +20,8 @@ Writes the table (stdout, and --out FILE.md) and a plot (--png FILE.png, matplot
 
     python3 apps/larder-matrix/matrix.py --build build/release --root /var/tmp/larder-matrix \\
         [--files 4000] [--large 512M] [--cases loader-fork,...] [--sides plain,larder,...] \\
-        [--layouts one,nodes] [--repeat 1] [--out FILE.md] [--png FILE.png]
+        [--layouts one,nodes] [--repeat 1] [--set LARDER_NAME=VALUE ...] [--out FILE.md] \\
+        [--png FILE.png]
 
 As root (the page cache is dropped before each cold run; without root it is not, and the cold
 figures say so). Takes about 10 minutes a repeat with the defaults on 2 cores."""
@@ -221,6 +222,7 @@ class Matrix:
                 larder["LD_AUDIT"] = f"{self.args.build}/lib/liblarder_audit.so"
             if side.startswith("cached"):
                 larder.update(LARDER_LOCAL_FS="cache", LARDER_TRANSPORT=side.split("-")[1])
+            larder.update(s.split("=", 1) for s in self.args.set)
             for k, v in larder.items():
                 cmd += ["-genv", k, v]
         cmd += [PYTHON, os.path.abspath(__file__)] + argv
@@ -344,9 +346,16 @@ def main():
     ap.add_argument("--sides", default=",".join(SIDES))
     ap.add_argument("--layouts", default="one,nodes")
     ap.add_argument("--repeat", type=int, default=1, help="runs per figure (their median)")
+    ap.add_argument("--set", action="append", default=[], metavar="LARDER_NAME=VALUE",
+                    help="a Larder setting for every side but plain (repeatable), e.g. "
+                         "LARDER_READAHEAD=0 to measure without read-ahead")
     ap.add_argument("--out")
     ap.add_argument("--png")
     args = ap.parse_args()
+    for setting in args.set:
+        name, eq, _ = setting.partition("=")
+        if not eq or not name.startswith("LARDER_"):
+            ap.error(f"--set takes LARDER_NAME=VALUE (got '{setting}')")
     if "plain" not in args.sides.split(","):
         ap.error("--sides must include plain: every figure is a ratio to it")
     args.build = os.path.abspath(args.build)

@@ -16,7 +16,8 @@ namespace larder {
 
 void Cache::read_ahead(const CachedFile& file, std::uint64_t first, std::uint64_t last,
                        bool missed) {
-  if (readahead_ == nullptr || file.local_only) return;
+  // A file of one chunk (most files of a dataset) has nothing to read ahead.
+  if (readahead_ == nullptr || file.local_only || file.size <= config_.chunk_size) return;
   // Most reads: hits of a file nobody follows.
   if (!missed && readahead_n_.load(std::memory_order_relaxed) == 0) return;
   if (scheduled_.load(std::memory_order_relaxed) || closing()) return;
