@@ -162,6 +162,42 @@ def make_large(path, size):
             f.write(block)
 
 
+def memory_probe(path, size=256 << 20):
+    """What a cold read into a cache's fresh memory costs on this machine, against plain's reused
+    buffer: the large file's first `size` bytes (read once first, so both read the page cache) in
+    4 MiB preads, into one reused buffer, and into fresh pages of a /dev/shm file, each range
+    populated first (MADV_POPULATE_WRITE) as Larder's arenas do (runtime/tier/arena.cpp).
+    Returns (seconds into the reused buffer, seconds into fresh shared memory)."""
+    import mmap
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = min(size, os.fstat(fd).st_size) // READ * READ
+        buf = bytearray(READ)
+        for off in range(0, size, READ):
+            os.preadv(fd, [buf], off)
+        t = time.monotonic()
+        for off in range(0, size, READ):
+            os.preadv(fd, [buf], off)
+        reused = time.monotonic() - t
+        with open(f"/dev/shm/larder-matrix-probe-{os.getpid()}", "w+b") as shm:
+            os.unlink(shm.name)
+            shm.truncate(size)
+            with mmap.mmap(shm.fileno(), size) as arena:
+                view = memoryview(arena)
+                t = time.monotonic()
+                for off in range(0, size, READ):
+                    try:
+                        arena.madvise(getattr(mmap, "MADV_POPULATE_WRITE", 23), off, READ)
+                    except OSError:  # before Linux 5.14: the pread's faults allocate
+                        pass
+                    os.preadv(fd, [view[off:off + READ]], off)
+                fresh = time.monotonic() - t
+                view.release()
+        return reused, fresh
+    finally:
+        os.close(fd)
+
+
 def make_env_tree(root):
     tree = os.path.join(root, "env")
     if not os.path.exists(os.path.join(tree, "manifest.json")):
@@ -349,9 +385,20 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="LARDER_NAME=VALUE",
                     help="a Larder setting for every side but plain (repeatable), e.g. "
                          "LARDER_READAHEAD=0 to measure without read-ahead")
+    ap.add_argument("--probe-memory", action="store_true",
+                    help="print what 256 MiB of the large file cost read into one reused buffer "
+                         "and into fresh shared memory (a cache's floor for a cold read), and "
+                         "stop")
     ap.add_argument("--out")
     ap.add_argument("--png")
     args = ap.parse_args()
+    if args.probe_memory:
+        large = os.path.join(args.root, "large", "large.bin")
+        make_large(large, parse_size(args.large))
+        reused, fresh = memory_probe(large)
+        print(f"256 MiB in 4 MiB preads from the page cache: {reused:.3f} s into one reused "
+              f"buffer, {fresh:.3f} s into fresh shared memory ({fresh / reused:.1f} x)")
+        return
     for setting in args.set:
         name, eq, _ = setting.partition("=")
         if not eq or not name.startswith("LARDER_"):

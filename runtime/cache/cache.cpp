@@ -182,7 +182,7 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
     if (!pieces) first = piece.index;
     pieces = true;
     last = piece.index;
-    missed = missed || located->fresh;
+    missed = missed || located->fresh || located->copied;  // read from the PFS, or another node
     FallbackCause cause = located->cause;
     if (located->source == Source::kCache &&
         copy_out(located->record, piece.offset_in_chunk, dst, !located->fresh && !located->copied,
@@ -226,7 +226,7 @@ Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
   out.node_local = located->source == Source::kCache && on_this_node(located->record.owner);
   out.copied = located->copied;
   // A worker asks for the places of what its node does not hold: its misses continue a stream.
-  read_ahead(file, index, index, located->fresh);
+  read_ahead(file, index, index, located->fresh || located->copied);
   return out;
 }
 

@@ -362,8 +362,9 @@ class Cache {
   static constexpr std::size_t kReadAheadStreams = 16;  // files followed at once per rank
   static constexpr std::size_t kReadAheadQueue = 8;     // batches waiting for a thread
   // A read of chunks `first` .. `last` of `file` has been served (`missed`: one of them was read
-  // from the PFS by this read): follows the file's stream of reads in order and, once a read
-  // continues one, has the next LARDER_READAHEAD chunks made ready on the node.
+  // from the PFS, or copied from another node, by this read): follows the file's stream of reads in
+  // order and, once a read continues one, has the next LARDER_READAHEAD chunks made ready on the
+  // node.
   void read_ahead(const CachedFile& file, std::uint64_t first, std::uint64_t last, bool missed);
   // Chunks `from` .. `to` (exclusive) of `file`, claimed, loaded or copied to this node.
   void run_read_ahead(const CachedFile& file, std::uint64_t from, std::uint64_t to);
