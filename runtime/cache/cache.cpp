@@ -168,9 +168,6 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
   std::size_t total = 0;
   Status error;
   bool short_read = false;
-  std::uint64_t first = 0;
-  std::uint64_t last = 0;
-  bool pieces = false;
   bool missed = false;
   for_each_piece(geometry, offset, into.size(), [&](const ChunkPiece& piece) {
     auto dst = into.subspan(piece.offset_in_buffer, piece.length);
@@ -179,9 +176,6 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
       error = located.status();
       return false;
     }
-    if (!pieces) first = piece.index;
-    pieces = true;
-    last = piece.index;
     missed = missed || located->fresh || located->copied;  // read from the PFS, or another node
     FallbackCause cause = located->cause;
     if (located->source == Source::kCache &&
@@ -205,7 +199,7 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
     short_read = *n < dst.size();
     return !short_read;
   });
-  if (pieces) read_ahead(file, first, last, missed);
+  if (total > 0) read_ahead(file, offset, total, missed);
   if (!error.ok() && total == 0) return error;
   return total;
 }
@@ -226,7 +220,9 @@ Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
   out.node_local = located->source == Source::kCache && on_this_node(located->record.owner);
   out.copied = located->copied;
   // A worker asks for the places of what its node does not hold: its misses continue a stream.
-  read_ahead(file, index, index, located->fresh || located->copied);
+  read_ahead(file, index * config_.chunk_size,
+             ChunkGeometry{file.size, config_.chunk_size}.chunk_length(index),
+             located->fresh || located->copied);
   return out;
 }
 

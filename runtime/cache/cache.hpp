@@ -361,11 +361,11 @@ class Cache {
   // read-ahead (cache_readahead.cpp)
   static constexpr std::size_t kReadAheadStreams = 16;  // files followed at once per rank
   static constexpr std::size_t kReadAheadQueue = 8;     // batches waiting for a thread
-  // A read of chunks `first` .. `last` of `file` has been served (`missed`: one of them was read
-  // from the PFS, or copied from another node, by this read): follows the file's stream of reads in
-  // order and, once a read continues one, has the next LARDER_READAHEAD chunks made ready on the
-  // node.
-  void read_ahead(const CachedFile& file, std::uint64_t first, std::uint64_t last, bool missed);
+  // A read of `length` bytes at `offset` of `file` has been served (`missed`: one of its chunks
+  // was read from the PFS, or copied from another node, by this read): follows the file's stream
+  // of reads in order and, once a read continues one, has the next LARDER_READAHEAD chunks made
+  // ready on the node.
+  void read_ahead(const CachedFile& file, std::uint64_t offset, std::uint64_t length, bool missed);
   // Chunks `from` .. `to` (exclusive) of `file`, claimed, loaded or copied to this node.
   void run_read_ahead(const CachedFile& file, std::uint64_t from, std::uint64_t to);
   void list_ahead(const std::string& dir, const Listing& listing);
@@ -646,8 +646,8 @@ class Cache {
   // the threads that make their next chunks ready. Stopped with background_.
   struct ReadStream {
     FileId file;
-    std::uint64_t next = 0;  // the chunk after the last one read
-    std::uint64_t end = 0;   // the chunk after the last one asked for ahead
+    std::uint64_t next = 0;   // the byte after the last one read
+    std::uint64_t ahead = 0;  // the chunk after the last one asked for ahead
   };
   std::mutex readahead_mu_;
   std::vector<ReadStream> streams_;

@@ -14,40 +14,46 @@
 
 namespace larder {
 
-void Cache::read_ahead(const CachedFile& file, std::uint64_t first, std::uint64_t last,
+void Cache::read_ahead(const CachedFile& file, std::uint64_t offset, std::uint64_t length,
                        bool missed) {
+  const std::uint64_t chunk = config_.chunk_size;
   // A file of one chunk (most files of a dataset) has nothing to read ahead.
-  if (readahead_ == nullptr || file.local_only || file.size <= config_.chunk_size) return;
+  if (readahead_ == nullptr || file.local_only || file.size <= chunk || length == 0) return;
   // Most reads: hits of a file nobody follows.
   if (!missed && readahead_n_.load(std::memory_order_relaxed) == 0) return;
   if (scheduled_.load(std::memory_order_relaxed) || closing()) return;
-  const std::uint64_t chunks = ChunkGeometry{file.size, config_.chunk_size}.chunk_count();
+  const std::uint64_t chunks = ChunkGeometry{file.size, chunk}.chunk_count();
+  const std::uint64_t end = offset + length;
+  const std::uint64_t last = (end - 1) / chunk;
   std::uint64_t from = 0;
   std::uint64_t to = 0;
   {
     std::lock_guard lock(readahead_mu_);
     auto it = std::find_if(streams_.begin(), streams_.end(),
                            [&](const ReadStream& s) { return s.file == file.id; });
-    if (it != streams_.end() && first + 1 >= it->next && first <= it->end) {
-      // It continues the stream (in the chunk read last, or the next one).
-      it->next = std::max(it->next, last + 1);
-      from = std::max(it->end, last + 1);
+    if (it != streams_.end() && offset >= it->next &&
+        (offset - it->next < chunk || offset <= it->ahead * chunk)) {
+      // It continues the stream: it starts where the last read ended, less than a chunk further,
+      // or in (or just after) the chunks asked for ahead: a worker's reads of those are hits its
+      // rank never sees.
+      it->next = end;
+      from = std::max(it->ahead, last + 1);
       const std::uint64_t target = std::min<std::uint64_t>(chunks, last + 1 + config_.readahead);
       if (target > from) {
         to = target;
-        it->end = target;
+        it->ahead = target;
       }
-      if (it->next >= chunks) streams_.erase(it);
+      if (last + 1 >= chunks) streams_.erase(it);
     } else if (missed && last + 1 < chunks) {
       // A stream may start here: nothing ahead until the next read continues it.
       if (it == streams_.end()) {
         if (streams_.size() >= kReadAheadStreams) streams_.erase(streams_.begin());
-        streams_.push_back(ReadStream{file.id, last + 1, last + 1});
+        streams_.push_back(ReadStream{file.id, end, last + 1});
       } else {
-        *it = ReadStream{file.id, last + 1, last + 1};
+        *it = ReadStream{file.id, end, last + 1};
       }
     } else if (it != streams_.end()) {
-      streams_.erase(it);
+      streams_.erase(it);  // a read elsewhere in the file (or of it again): no stream
     }
     readahead_n_.store(streams_.size(), std::memory_order_relaxed);
   }
@@ -56,7 +62,7 @@ void Cache::read_ahead(const CachedFile& file, std::uint64_t first, std::uint64_
     // Stopped (the job ends) or the queue is full: those chunks are read on demand.
     std::lock_guard lock(readahead_mu_);
     for (ReadStream& s : streams_) {
-      if (s.file == file.id && s.end == to) s.end = from;
+      if (s.file == file.id && s.ahead == to) s.ahead = from;
     }
   }
 }

@@ -766,6 +766,31 @@ TEST(CacheTest, ReadsOutOfOrderReadNothingAhead) {
   EXPECT_EQ(h.count(Counter::readahead_chunks), 0u);
 }
 
+// A worker's reads: its rank sees only the misses (Cache::place), not the hits in between, so a
+// miss just after the chunks asked for ahead continues the stream.
+TEST(CacheTest, AWorkersMissesAfterTheChunksReadAheadContinueTheStream) {
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true, /*readahead=*/3);
+  const std::string p = h.make_file("worker", 12 * kChunk, 35);
+  const CachedFile f = h.open(p);
+  auto place = [&](std::uint64_t chunk) {
+    ASSERT_TRUE(h.cache->place(f, chunk).ok());
+    h.cache->settle_prefetch();
+  };
+  place(0);  // a miss: a stream starts
+  place(1);  // continues it: chunks 2 .. 4 ahead
+  EXPECT_EQ(h.count(Counter::readahead_chunks), 3u);
+  place(5);  // the worker read 2 .. 4 from its node's table: 6 .. 8 ahead
+  EXPECT_EQ(h.count(Counter::readahead_chunks), 6u);
+  place(9);
+  EXPECT_EQ(h.count(Counter::readahead_chunks), 8u);  // 10 and 11: the file ends there
+  EXPECT_EQ(h.count(Counter::misses), 4u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 12u);
+  for (std::uint64_t chunk = 0; chunk < 12; ++chunk) {
+    EXPECT_EQ(h.read(f, chunk * kChunk, kChunk), testing::direct_read(p, chunk * kChunk, kChunk));
+  }
+  EXPECT_EQ(h.count(Counter::misses), 4u);
+}
+
 // A budget smaller than the window: read-ahead stops where the budget ends (nothing is evicted
 // for it), and the reads past it take the PFS with the right bytes.
 TEST(CacheTest, ReadAheadStopsAtTheBudget) {
