@@ -248,7 +248,7 @@ std::optional<ChunkRecord> Cache::known_place(const CachedFile& file, std::uint6
 }
 
 Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index,
-                                     const ChunkRecord* into) {
+                                     const ChunkRecord* into, bool ahead) {
   const Key key = chunk_key(file.id, index);
   const ChunkContext context(file, index);
   // A FAILED entry: the loader could not keep it (no room, or the file is shorter than it was).
@@ -261,7 +261,7 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
       early ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   const Answer a = resolve(
       key, kClaimIt | kTicket,
-      [&](std::uint64_t ticket) { return load_chunk(file, index, ticket, false, into); },
+      [&](std::uint64_t ticket) { return load_chunk(file, index, ticket, ahead, into); },
       [&](const Payload& p, const Tree& tree) {
         return localize_chunk(key, p, tree, into, &file, index);
       },

@@ -310,9 +310,10 @@ class Cache {
     FallbackCause cause = FallbackCause::kOther;  // why, when source is kDirect
   };
   // `into` (may be null): where this rank would keep the chunk if it loads or copies it (a place
-  // in a segment being filled) instead of a new place in its arena.
+  // in a segment being filled) instead of a new place in its arena. `ahead`: for no read yet
+  // (read-ahead): a load from the PFS counts as a prefetch rather than a miss.
   Result<Located> locate(const CachedFile& file, std::uint64_t index,
-                         const ChunkRecord* into = nullptr);
+                         const ChunkRecord* into = nullptr, bool ahead = false);
   // Loads a claimed chunk from the PFS (into `into` when given, else into this rank's arena).
   // `prefetch`: ahead of any read (an open), counted as a prefetch rather than a miss.
   Loaded load_chunk(const CachedFile& file, std::uint64_t index, std::uint64_t ticket,
@@ -366,7 +367,8 @@ class Cache {
   // of reads in order and, once a read continues one, has the next LARDER_READAHEAD chunks made
   // ready on the node.
   void read_ahead(const CachedFile& file, std::uint64_t offset, std::uint64_t length, bool missed);
-  // Chunks `from` .. `to` (exclusive) of `file`, claimed, loaded or copied to this node.
+  // Chunks `from` .. `to` (exclusive) of `file` located in order as reads would locate them
+  // (cache.cpp: the same claims, fan-out trees and checks), loaded or copied to this node.
   void run_read_ahead(const CachedFile& file, std::uint64_t from, std::uint64_t to);
   void list_ahead(const std::string& dir, const Listing& listing);
   // list_ahead() on a background thread (LARDER_LIST_AHEAD_DIRS at once), or here when that is 0

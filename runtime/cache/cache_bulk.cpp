@@ -660,41 +660,6 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
   return fits;
 }
 
-// Read-ahead's batch (cache_readahead.cpp): the chunks claimed on the node like a schedule's.
-void Cache::run_read_ahead(const CachedFile& file, std::uint64_t from, std::uint64_t to) {
-  if (closing()) return;
-  const ChunkGeometry geometry{file.size, config_.chunk_size};
-  std::vector<BulkItem> chunks;
-  std::uint64_t free = room();
-  for (std::uint64_t i = from; i < to; ++i) {
-    const std::uint64_t length = geometry.chunk_length(i);
-    if (length > free) break;  // no room: read on demand (nothing is evicted for read-ahead)
-    BulkItem it;
-    it.key = chunk_key(file.id, i);
-    it.path = file.path;
-    it.file = file.id;
-    it.size = file.size;
-    it.version = file.version;
-    it.index = i;
-    if (!claim_on_node(it)) continue;  // known, or another rank of the node resolves it
-    free -= length;
-    chunks.push_back(std::move(it));
-  }
-  try {
-    resolve_chunks(chunks);
-  } catch (const std::exception& e) {  // what it claimed was published or failed: reads go on
-    LARDER_LOG_LIMITED(kWarn, "a read-ahead of {} failed: {}", file.path, e.what());
-    return;
-  }
-  for (const BulkItem& it : chunks) {
-    if (it.answer.kind != Answer::Kind::kCached) continue;
-    const auto rec = unpack<ChunkRecord>(it.answer.payload);
-    if (rec.owner < 0 || !on_this_node(rec.owner)) continue;  // not ready on this node
-    stats_.add(Counter::readahead_chunks);
-    stats_.add(Counter::readahead_bytes, rec.length);
-  }
-}
-
 void Cache::prefetch_published(const Key& key) {
   if (in_flight_n_.load(std::memory_order_relaxed) == 0) return;
   std::lock_guard lock(in_flight_mu_);

@@ -3,14 +3,16 @@
 // copies the current one, as the kernel reads ahead of a sequential reader. Without it each
 // chunk's PFS read, hash and claim wait for the read that needs it. A stream starts at a read
 // that missed and is confirmed by the next read that continues it (a random reader, e.g. HDF5
-// over chunked datasets, costs nothing ahead); its chunks are claimed like a schedule's
-// (cache_bulk.cpp), so the node's ranks and the job's nodes share the work, and a read that
+// over chunked datasets, costs nothing ahead); its chunks are located as reads locate them
+// (Cache::locate), so the node's ranks and the job's nodes share the work, and a read that
 // comes first waits for its chunk's load, never a second PFS read. A rank that was told the
-// order leaves it to the schedule. The batches run in Cache::run_read_ahead (cache_bulk.cpp).
+// order leaves it to the schedule.
 #include <algorithm>
+#include <exception>
 
 #include "runtime/cache/cache.hpp"
 #include "runtime/chunk/chunk_math.hpp"
+#include "runtime/common/log.hpp"
 
 namespace larder {
 
@@ -63,6 +65,31 @@ void Cache::read_ahead(const CachedFile& file, std::uint64_t offset, std::uint64
     std::lock_guard lock(readahead_mu_);
     for (ReadStream& s : streams_) {
       if (s.file == file.id && s.ahead == to) s.ahead = from;
+    }
+  }
+}
+
+// Each chunk as a read would locate it, one after another: a copy from another node goes through
+// the chunk's fan-out tree (a hot file read ahead by every node still costs each holder at most
+// LARDER_FANOUT copies), and every check on arrival applies. A chunk the node holds costs a
+// lookup; one another rank of the node is resolving is waited for.
+void Cache::run_read_ahead(const CachedFile& file, std::uint64_t from, std::uint64_t to) {
+  const ChunkGeometry geometry{file.size, config_.chunk_size};
+  for (std::uint64_t i = from; i < to && !closing(); ++i) {
+    const Key key = chunk_key(file.id, i);
+    Payload known;
+    if (known_answer(key, &known)) continue;  // the node has its answer
+    // No room: read on demand (nothing is evicted for read-ahead).
+    if (geometry.chunk_length(i) > room()) return;
+    try {
+      auto located = locate(file, i, nullptr, /*ahead=*/true);
+      if (!located.ok() || located->source != Source::kCache) continue;
+      if (!located->fresh && !located->copied) continue;  // found on the node: nothing done
+      stats_.add(Counter::readahead_chunks);
+      stats_.add(Counter::readahead_bytes, located->record.length);
+    } catch (const std::exception& e) {  // what it claimed was published or failed: reads go on
+      LARDER_LOG_LIMITED(kWarn, "a read-ahead of {} failed: {}", file.path, e.what());
+      return;
     }
   }
 }
