@@ -11,6 +11,7 @@
 #     $LARDER_VENDOR/h5py-3.10.0.tar.gz (default: ../shared/vendor next to the clone, checked
 #     against its .sha256), else from PyPI when it is reachable; without either it says so and
 #     goes on (the h5py tests then report "skipped").
+#   - The two MPIs' builds (HDF5, then h5py) run side by side, each logging to its own files.
 # Usage: scripts/setup.sh [--mpi mpich|openmpi|all]   (default: all)
 set -euo pipefail
 
@@ -113,14 +114,19 @@ SRC
 # The parts of HDF5's source tree that are built and installed, in order.
 HDF5_PARTS=(src hl/src bin tools/lib tools/src/h5dump tools/src/h5ls)
 
+# Whether the given MPI's HDF5 is built (its stamp and h5dump are there).
+hdf5_built() {
+  local prefix=$DEPS_DIR/hdf5-${HDF5_VERSION}-$1
+  [[ -f $prefix/.larder-hdf5-version && $(cat "$prefix/.larder-hdf5-version") == "${HDF5_VERSION} $1" \
+    && -x $prefix/bin/h5dump ]]
+}
+
 # Builds HDF5 (parallel, shared, C only, zlib and szip filters) with the given MPI's compiler.
 build_hdf5() {
   local mpi=$1
   local prefix=$DEPS_DIR/hdf5-${HDF5_VERSION}-${mpi}
   local stamp=$prefix/.larder-hdf5-version
-  if [[ -f $stamp && $(cat "$stamp") == "${HDF5_VERSION} ${mpi}" && -x $prefix/bin/h5dump ]]; then
-    return 0
-  fi
+  hdf5_built "$mpi" && return 0
   local tarball
   tarball=$(fetch_hdf5_source)
   local build_dir
@@ -177,6 +183,14 @@ h5py_source() {
   fi
 }
 
+h5py_stamp() { echo "${H5PY_VERSION} $1 hdf5-${HDF5_VERSION}"; }
+# Whether the given MPI's h5py is built on its HDF5.
+h5py_built() {
+  local prefix=$DEPS_DIR/h5py-${H5PY_VERSION}-$1
+  [[ -f $prefix/.larder-h5py-version && $(cat "$prefix/.larder-h5py-version") == "$(h5py_stamp "$1")" \
+    && -f $prefix/h5py/__init__.py ]]
+}
+
 # Builds h5py (HDF5_MPI=OFF: no mpi4py needed; the HDF5 below it is the parallel one) for the
 # given MPI's HDF5 into $DEPS_DIR/h5py-<version>-<mpi>. Never fails the setup: without a source it
 # says that h5py cannot be built, and the h5py tests skip.
@@ -185,12 +199,11 @@ build_h5py() {
   local hdf5=$DEPS_DIR/hdf5-${HDF5_VERSION}-${mpi}
   local prefix=$DEPS_DIR/h5py-${H5PY_VERSION}-${mpi}
   local stamp=$prefix/.larder-h5py-version
-  local want="${H5PY_VERSION} ${mpi} hdf5-${HDF5_VERSION}"
-  if [[ -f $stamp && $(cat "$stamp") == "$want" && -f $prefix/h5py/__init__.py ]]; then
-    return 0
-  fi
+  local want
+  want=$(h5py_stamp "$mpi")
+  h5py_built "$mpi" && return 0
   local tarball
-  tarball=$(h5py_source)
+  tarball=${H5PY_TARBALL-$(h5py_source)}
   if [[ -z $tarball ]]; then
     log "h5py ${H5PY_VERSION} cannot be built: no source (${VENDOR_DIR}/h5py-${H5PY_VERSION}.tar.gz" \
         "is missing and PyPI cannot be reached); the h5py tests will be skipped"
@@ -203,6 +216,9 @@ build_h5py() {
   rm -rf "$prefix"
   (
     cd "$build_dir"/h5py-*/
+    # Compile its extensions two at a time (setuptools' build_ext option): 68 s instead of 112 s
+    # here. The tarball ships no setup.cfg; this one holds only that option.
+    printf '[build_ext]\nparallel = %s\n' "$(nproc)" >setup.cfg
     CC=mpicc.${mpi} HDF5_DIR=$hdf5 HDF5_MPI=OFF "$PYTHON" -m pip install --no-deps \
       --no-build-isolation --no-index --no-warn-script-location --target "$build_dir/out" . \
       >"$build_dir/build.log" 2>&1 \
@@ -215,5 +231,23 @@ build_h5py() {
 
 install_packages
 mkdir -p "$DEPS_DIR"
-for mpi in "${MPIS[@]}"; do build_hdf5 "$mpi"; done
-for mpi in "${MPIS[@]}"; do build_h5py "$mpi"; done
+# The sources are found once, before the builds start side by side.
+for mpi in "${MPIS[@]}"; do
+  if ! hdf5_built "$mpi"; then fetch_hdf5_source >/dev/null; break; fi
+done
+for mpi in "${MPIS[@]}"; do
+  if ! h5py_built "$mpi"; then H5PY_TARBALL=$(h5py_source); break; fi
+done
+# Each MPI's HDF5 then h5py, the MPIs side by side: HDF5's configure and h5py's Cython run on one
+# core, so the other MPI's build uses the second.
+pids=()
+for mpi in "${MPIS[@]}"; do
+  (
+    build_hdf5 "$mpi"
+    build_h5py "$mpi"
+  ) &
+  pids+=($!)
+done
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+[[ $failed -eq 0 ]] || { log "a dependency build failed (its log is named above)"; exit 1; }
