@@ -226,11 +226,12 @@ void print_one(const json& s) {
                            num(counter(s, "meta.hits")), num(counter(s, "meta.misses")));
   std::cout << fmt::format(
       "loaded ahead      {} chunks loaded before any read (an open, list-ahead, read-ahead); "
-      "directories resolved ahead: {} in the background, {} in the listing call; {} chunks ({}) "
+      "directories resolved ahead: {} in the background, {} in the listing call ({} small files "
+      "left on another node: the listed tree is larger than the node's budget); {} chunks ({}) "
       "made ready ahead of in-order reads\n",
       num(counter(s, "prefetches")), num(counter(s, "list_ahead.background")),
-      num(counter(s, "list_ahead.inline")), num(counter(s, "readahead.chunks")),
-      bytes(counter(s, "readahead.bytes")));
+      num(counter(s, "list_ahead.inline")), num(counter(s, "list_ahead.not_copied")),
+      num(counter(s, "readahead.chunks")), bytes(counter(s, "readahead.bytes")));
   std::cout << fmt::format(
       "told the order    {} schedule entries; {} chunks ({}) made ready on their node ahead, {} "
       "of them from the PFS; {} entries skipped (nothing to cache), {} behind the reported "

@@ -337,8 +337,17 @@ class Cache {
   // (those that fit are made ready, in order).
   // `*covered`: the bytes of the chunks the entries cover (known before or not).
   bool prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* covered);
-  // The chunks of `chunks` (claimed on the node): loaded here, found, or copied to this node.
-  void resolve_chunks(std::vector<BulkItem>& chunks);
+  // The chunks of `chunks` (claimed on the node): loaded here, found, or copied to this node
+  // (another node's chunks are left where they are when `copies` is false).
+  void resolve_chunks(std::vector<BulkItem>& chunks, bool copies = true);
+  // Whether list-ahead copies small files that other nodes hold to this node: only while the
+  // small files the node has listed are estimated to fit in its budget (the listed entries that
+  // may be files, times the small-file bytes per file this rank's list-ahead found). Copies of a
+  // larger tree would fill the node with duplicates before its own loads, and the job would hold
+  // fewer distinct chunks than its memory allows (list_ahead.not_copied).
+  bool list_ahead_copies() const;
+  // Adds a listing's entries that may be files to the node's count (list-ahead, once per node).
+  void count_listed(const Listing& listing);
   // Free bytes of this rank's tiers (their budgets less what is placed).
   std::uint64_t room() const;
 
@@ -401,7 +410,8 @@ class Cache {
                             LocalizeAll&& localize_all, const Payload* failed_as);
   // Copies the chunks of items[i] (origin records in their payloads) held on other nodes into
   // this rank's arena, all at once; each payload becomes the local copy (or stays the origin's).
-  void copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which);
+  void copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which,
+                        bool copy_remote = true);
   // Stat answers of `items` (paths claimed on the node): list-ahead's first phase, and the kept
   // path answers a step checks ahead (check_kept_paths).
   void resolve_paths(std::vector<BulkItem>& items);
@@ -634,6 +644,12 @@ class Cache {
   std::uint64_t plan_entry_bytes_ = 0;  // bytes per entry of the last batch (0: none yet)
   // This rank has been told an order: list-ahead resolves stat answers, not small files' data.
   std::atomic<bool> scheduled_{false};
+  // list_ahead_copies's estimate: the listed entries that may be files (the node word
+  // NodeTable::kListedFiles, or this count without a node table), and of the entries this rank's
+  // list-ahead found files, how many and their small files' bytes.
+  std::atomic<std::uint64_t> listed_files_{0};
+  std::atomic<std::uint64_t> resolved_files_{0};
+  std::atomic<std::uint64_t> resolved_small_bytes_{0};
   // The schedule's batches (null when LARDER_PREFETCH_AHEAD is 0). Stopped with background_.
   std::unique_ptr<Background> prefetch_;
   // The chunks this rank's batches have claimed and not yet made ready (guarded by

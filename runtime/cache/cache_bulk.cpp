@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <system_error>
 #include <thread>
 #include <unordered_set>
@@ -318,7 +319,8 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
   localize_all(items, ready);
 }
 
-void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which) {
+void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std::size_t>& which,
+                             bool copy_remote) {
   if (transport_ == nullptr || closing()) return;
   std::vector<Transport::GetOp> ops;
   std::vector<std::size_t> of;
@@ -337,6 +339,10 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
       // An earlier step kept it on this node: no copy over the network.
       kept.position = fanout::kNoTicket;
       items[i].answer.payload = pack(kept);
+      continue;
+    }
+    if (!copy_remote) {  // read from its origin when needed (Cache::list_ahead_copies)
+      stats_.add(Counter::list_ahead_not_copied);
       continue;
     }
     if (origin.tier == Tier::kFile && !learn_segment(origin.owner, origin.segment).ok()) continue;
@@ -433,6 +439,9 @@ bool looks_like_shared_object(std::string_view name) {
 
 void Cache::list_ahead_soon(const std::string& dir, const std::shared_ptr<const Listing>& listing) {
   if (config_.list_ahead == 0 || listing == nullptr || listing->error != 0 || closing()) return;
+  // Counted now, in the listing call: a tree listed one directory after another (ImageFolder's
+  // classes) is mostly counted before list-ahead's first copies are decided.
+  count_listed(*listing);
   // In the background: the listing call returns now, and the directories an application lists
   // one after another (ImageFolder's classes, a walk) are resolved several at a time, so their
   // PFS loads overlap across directories as well as within each batch.
@@ -443,6 +452,33 @@ void Cache::list_ahead_soon(const std::string& dir, const std::shared_ptr<const 
   }
   stats_.add(Counter::list_ahead_inline);
   list_ahead(dir, *listing);
+}
+
+void Cache::count_listed(const Listing& listing) {
+  const std::uint64_t files = listing.files();
+  listed_files_.fetch_add(files, std::memory_order_relaxed);
+  if (node_ == nullptr || files == 0) return;
+  constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint32_t>::max();
+  std::atomic<std::uint32_t>& word = node_->node_word(NodeTable::kListedFiles);
+  std::uint32_t now = word.load(std::memory_order_relaxed);
+  std::uint32_t next = 0;
+  do {
+    const std::uint64_t sum = std::uint64_t{now} + files;
+    next = static_cast<std::uint32_t>(std::min<std::uint64_t>(sum, kSaturated));
+  } while (!word.compare_exchange_weak(now, next, std::memory_order_relaxed));
+}
+
+bool Cache::list_ahead_copies() const {
+  const std::uint64_t resolved = resolved_files_.load(std::memory_order_relaxed);
+  if (resolved == 0) return true;
+  const std::uint64_t listed = node_ != nullptr ? node_->node_word_now(NodeTable::kListedFiles)
+                                                : listed_files_.load(std::memory_order_relaxed);
+  const double per_file =
+      static_cast<double>(resolved_small_bytes_.load(std::memory_order_relaxed)) /
+      static_cast<double>(resolved);
+  const double budget =
+      static_cast<double>(config_.mem_budget) + static_cast<double>(config_.disk_budget);
+  return static_cast<double>(listed) * per_file <= budget;
 }
 
 void Cache::settle_background() {
@@ -520,6 +556,12 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
     Payload p;
     if (!memo_find(path_key(KeyKind::kPath, path), &p)) continue;
     const auto rec = unpack<PathRecord>(p);
+    if (rec.error == 0 && rec.managed() && rec.meta.is_regular()) {
+      resolved_files_.fetch_add(1, std::memory_order_relaxed);
+      if (rec.meta.size <= small) {
+        resolved_small_bytes_.fetch_add(rec.meta.size, std::memory_order_relaxed);
+      }
+    }
     if (rec.error != 0 || !rec.managed() || !rec.meta.is_regular() || rec.meta.size == 0 ||
         rec.meta.size > small) {
       continue;
@@ -535,10 +577,10 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
     it.key = chunk_key(rec.file, 0);
     if (claim_on_node(it)) chunks.push_back(std::move(it));
   }
-  resolve_chunks(chunks);
+  resolve_chunks(chunks, list_ahead_copies());
 }
 
-void Cache::resolve_chunks(std::vector<BulkItem>& chunks) {
+void Cache::resolve_chunks(std::vector<BulkItem>& chunks, bool copies) {
   const Payload read_pfs = direct_payload(FallbackCause::kNoRoom);
   resolve_bulk(
       chunks, kClaimIt,
@@ -547,7 +589,7 @@ void Cache::resolve_chunks(std::vector<BulkItem>& chunks) {
                           fanout::kNoTicket, true);
       },
       [&](std::vector<BulkItem>& items, const std::vector<std::size_t>& ready) {
-        copy_chunks_here(items, ready);
+        copy_chunks_here(items, ready, copies);
       },
       &read_pfs);
 }

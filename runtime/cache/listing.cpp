@@ -59,4 +59,14 @@ std::vector<std::string> Listing::names() const {
   return out;
 }
 
+std::size_t Listing::files() const {
+  std::size_t n = 0;
+  for (std::size_t pos : offsets()) {
+    unsigned char type = DT_UNKNOWN;
+    std::memcpy(&type, records.data() + pos + offsetof(struct dirent64, d_type), sizeof type);
+    if (type == DT_REG || type == DT_LNK || type == DT_UNKNOWN) ++n;
+  }
+  return n;
+}
+
 }  // namespace larder

@@ -26,6 +26,9 @@ struct Listing {
   std::vector<std::size_t> offsets() const;
   // The names of the entries, without "." and "..".
   std::vector<std::string> names() const;
+  // How many entries may be files: regular files, symbolic links, and entries whose type the
+  // file system did not give (DT_UNKNOWN). Directories and other types are not counted.
+  std::size_t files() const;
 };
 
 }  // namespace larder

@@ -86,10 +86,13 @@ class NodeTable {
 
   // Words the node's ranks share beside the answers, zero at creation: the spare words of level
   // 0's first entry, which no entry uses. Word i < kNodeWords; the cache's disk-tier checks use
-  // them (Cache::disk_checked): checks under way on the node, and whether one failed.
+  // them (Cache::disk_checked): checks under way on the node, and whether one failed; list-ahead
+  // counts the entries that may be files in the listings the node has resolved (saturating;
+  // Cache::list_ahead_copies).
   static constexpr int kNodeWords = 4;
   static constexpr int kDiskChecking = 0;
   static constexpr int kDiskSuspect = 1;
+  static constexpr int kListedFiles = 2;
   std::atomic<std::uint32_t>& node_word(int i) const noexcept;
   // Word i as it is now: what a read-only view may ask (view()).
   std::uint32_t node_word_now(int i) const noexcept;

@@ -40,6 +40,7 @@ namespace larder {
   X(prefetches, "prefetches")                                       \
   X(list_ahead_background, "list_ahead.background")                 \
   X(list_ahead_inline, "list_ahead.inline")                         \
+  X(list_ahead_not_copied, "list_ahead.not_copied")                 \
   X(prefetch_entries, "prefetch.entries")                           \
   X(prefetch_chunks, "prefetch.chunks")                             \
   X(prefetch_bytes, "prefetch.bytes")                               \
