@@ -16,7 +16,7 @@ import stat
 
 from e2e_util import PYTHON, Job, check, common_args, fail, read_stats
 
-RUNS = 5
+RUNS = 4
 SANITIZED_RUNS = 2
 RANKS = 4
 
