@@ -338,8 +338,8 @@ class Cache {
   // `*covered`: the bytes of the chunks the entries cover (known before or not).
   bool prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* covered);
   // The chunks of `chunks` (claimed on the node): loaded here, found, or copied to this node
-  // (another node's chunks are left where they are when `copies` is false).
-  void resolve_chunks(std::vector<BulkItem>& chunks, bool copies = true);
+  // (another node's chunks are left where they are when `copy_remote` is false).
+  void resolve_chunks(std::vector<BulkItem>& chunks, bool copy_remote = true);
   // Whether list-ahead copies small files that other nodes hold to this node: only while the
   // small files the node has listed are estimated to fit in its budget (the listed entries that
   // may be files, times the small-file bytes per file this rank's list-ahead found). Copies of a

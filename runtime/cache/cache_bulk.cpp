@@ -456,8 +456,11 @@ void Cache::list_ahead_soon(const std::string& dir, const std::shared_ptr<const 
 
 void Cache::count_listed(const Listing& listing) {
   const std::uint64_t files = listing.files();
-  listed_files_.fetch_add(files, std::memory_order_relaxed);
-  if (node_ == nullptr || files == 0) return;
+  if (node_ == nullptr) {  // the node's count is this rank's
+    listed_files_.fetch_add(files, std::memory_order_relaxed);
+    return;
+  }
+  if (files == 0) return;
   constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint32_t>::max();
   std::atomic<std::uint32_t>& word = node_->node_word(NodeTable::kListedFiles);
   std::uint32_t now = word.load(std::memory_order_relaxed);
@@ -580,7 +583,7 @@ void Cache::list_ahead_batch(const std::string& dir, std::span<const std::string
   resolve_chunks(chunks, list_ahead_copies());
 }
 
-void Cache::resolve_chunks(std::vector<BulkItem>& chunks, bool copies) {
+void Cache::resolve_chunks(std::vector<BulkItem>& chunks, bool copy_remote) {
   const Payload read_pfs = direct_payload(FallbackCause::kNoRoom);
   resolve_bulk(
       chunks, kClaimIt,
@@ -589,7 +592,7 @@ void Cache::resolve_chunks(std::vector<BulkItem>& chunks, bool copies) {
                           fanout::kNoTicket, true);
       },
       [&](std::vector<BulkItem>& items, const std::vector<std::size_t>& ready) {
-        copy_chunks_here(items, ready, copies);
+        copy_chunks_here(items, ready, copy_remote);
       },
       &read_pfs);
 }
