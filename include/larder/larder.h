@@ -150,7 +150,8 @@ typedef struct larder_stats {
 
 /* Local, thread-safe. */
 larder_status_t larder_stats_get(larder_stats_t* stats_p);
-/* This rank's counters as JSON (the format of LARDER_STATS, with "ranks": 1). Writes at most
+/* This rank's counters as JSON (the format of LARDER_STATS, with "ranks": 1), its worker
+ * processes' reads so far included (each counted once, alive or gone). Writes at most
  * `size` bytes including the terminating NUL into `buf` (NULL or 0: nothing); *needed_p
  * receives the full length + 1, so a call with a smaller buffer can be repeated with one of
  * that size. Local, thread-safe. LARDER_ERR_NOT_INITIALIZED when Larder does not run here. */

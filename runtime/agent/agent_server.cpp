@@ -462,6 +462,15 @@ void AgentServer::fold_worker_stats(Stats& into) noexcept {
   if (worker_stats_ != nullptr) worker_stats_->release_all(into);
 }
 
+StatsSnapshot AgentServer::stats_with_workers(const Stats& rank) noexcept {
+  WorkerStatsFile* file = nullptr;
+  {
+    std::lock_guard lock(mu_);  // start() may be setting it (the session is published first)
+    file = worker_stats_.get();
+  }
+  return file != nullptr ? file->with_live(rank) : rank.snapshot();
+}
+
 void AgentServer::close_in_child() noexcept {
   for (auto& slot : open_) {
     const int fd = slot.exchange(-1, std::memory_order_relaxed);

@@ -45,6 +45,10 @@ class AgentServer {
   void stop() noexcept;
   // After stop(): adds the counters of the workers still alive to `into`.
   void fold_worker_stats(Stats& into) noexcept;
+  // The rank's counters so far with its workers' still in their slots (larder_stats_json):
+  // a worker's counters join the rank's only when its connection ends, which the agent learns
+  // some time after the worker exits.
+  StatsSnapshot stats_with_workers(const Stats& rank) noexcept;
   // In a child after fork: closes this process's copies of the sockets. Async-signal-safe.
   void close_in_child() noexcept;
 

@@ -86,6 +86,15 @@ void WorkerStatsFile::release_all(Stats& into) noexcept {
   for (int i = 0; i < kSlots; ++i) release(i, into);
 }
 
+StatsSnapshot WorkerStatsFile::with_live(const Stats& rank) noexcept {
+  std::lock_guard lock(mu_);  // release() moves a slot into `rank` under it
+  StatsSnapshot total = rank.snapshot();
+  for (int i = 0; i < kSlots; ++i) {
+    if (slots_[i].taken.load(std::memory_order_relaxed) != 0) total.add(slots_[i].stats.snapshot());
+  }
+  return total;
+}
+
 Stats* WorkerStatsFile::slot(int index) noexcept {
   if (index < 0 || index >= kSlots) return nullptr;
   return &slots_[index].stats;

@@ -41,6 +41,10 @@ class WorkerStatsFile {
   void release(int slot, Stats& into) noexcept;
   // The rank, at finalize: folds every slot still taken into `into` (and frees them).
   void release_all(Stats& into) noexcept;
+  // The rank, any time: `rank`'s counters with every slot still taken added (the workers alive,
+  // or gone but not yet released). Read under the lock release() holds, so a worker that leaves
+  // meanwhile is counted once: in its slot or in `rank`, never both, never neither.
+  StatsSnapshot with_live(const Stats& rank) noexcept;
   // The counters of `slot` (a worker adds to them). Null when out of range.
   Stats* slot(int index) noexcept;
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "mpi_transport/mpi_job.hpp"
+#include "runtime/agent/agent_server.hpp"
 #include "runtime/api/file_ops.hpp"
 #include "runtime/api/produce_ops.hpp"
 #include "runtime/api/runtime.hpp"
@@ -93,10 +94,19 @@ void copy_out(const std::string& text, char* buf, size_t size, size_t* needed_p)
   if (needed_p != nullptr) *needed_p = text.size() + 1;
 }
 
+// This rank's counters so far, with those of its DataLoader workers still in their slots (a
+// worker's join the rank's when the agent sees its connection end, some time after it exits).
+larder::StatsSnapshot rank_snapshot(Session& s) {
+  if (larder::agent::AgentServer* agent = Runtime::instance().agent()) {
+    return agent->stats_with_workers(s.stats());
+  }
+  return s.stats().snapshot();
+}
+
 // Collective over the session's communicator: every rank's counters summed (the latency maximum
 // is the largest of the ranks'); the same on every rank.
 larder::Result<larder::StatsSnapshot> job_snapshot(Session& s) {
-  const larder::StatsSnapshot mine = s.stats().snapshot();
+  const larder::StatsSnapshot mine = rank_snapshot(s);
   larder::MpiJob* job = s.mpi_job();
   if (job == nullptr) return mine;
   const larder::Topology& topo = s.topology();
@@ -377,7 +387,7 @@ larder_status_t larder_stats_get(larder_stats_t* stats_p) {
     if (!s) return not_running();
     if (stats_p == nullptr) return larder::invalid_argument("stats_p is null");
     using larder::Counter;
-    const larder::StatsSnapshot snap = s->stats().snapshot();
+    const larder::StatsSnapshot snap = rank_snapshot(*s);
     larder_stats_t out{};
     out.pfs_bytes_read = snap.get(Counter::pfs_bytes_read);
     out.pfs_read_ops = snap.get(Counter::pfs_read_ops);
@@ -398,7 +408,7 @@ larder_status_t larder_stats_json(char* buf, size_t size, size_t* needed_p) {
   return status_boundary([&]() -> Status {
     auto s = own_session();
     if (!s) return not_running();
-    copy_out(s->stats().snapshot().to_json(), buf, size, needed_p);
+    copy_out(rank_snapshot(*s).to_json(), buf, size, needed_p);
     return {};
   });
 }
@@ -419,7 +429,7 @@ larder_status_t larder_summary_line(int job, char* buf, size_t size, size_t* nee
     auto s = own_session();
     if (!s) return not_running();
     if (job == 0) {
-      copy_out(s->stats().snapshot().summary_line(), buf, size, needed_p);
+      copy_out(rank_snapshot(*s).summary_line(), buf, size, needed_p);
       return {};
     }
     auto total = job_snapshot(*s);
