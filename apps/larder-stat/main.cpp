@@ -237,13 +237,14 @@ void print_one(const json& s) {
       "of them from the PFS; {} entries skipped (nothing to cache), {} behind the reported "
       "position, {} "
       "batches stopped for room; {} reads found their chunk made ready ahead, {} waited for "
-      "its prefetch ({})\n",
+      "its prefetch ({}); {} chunks ({}) made ready that no read of their node used\n",
       num(counter(s, "prefetch.entries")), num(counter(s, "prefetch.chunks")),
       bytes(counter(s, "prefetch.bytes")), bytes(counter(s, "prefetch.loaded_bytes")),
       num(counter(s, "prefetch.skipped")), num(counter(s, "prefetch.passed")),
       num(counter(s, "prefetch.no_room")), num(counter(s, "prefetch.ready")),
       num(counter(s, "prefetch.waited")),
-      time_text(static_cast<double>(counter(s, "prefetch.wait_ns").value_or(0))));
+      time_text(static_cast<double>(counter(s, "prefetch.wait_ns").value_or(0))),
+      num(counter(s, "prefetch.unused_chunks")), bytes(counter(s, "prefetch.unused_bytes")));
   std::cout << fmt::format("between nodes     {} in {} gets, {} errors; {} messages\n",
                            bytes(counter(s, "transport.bytes")), num(counter(s, "transport.gets")),
                            num(counter(s, "transport.errors")),

@@ -340,6 +340,7 @@ bool AgentClient::copy_local(const CachedFile& file, std::uint64_t index,
   stats().add(copied ? Counter::hits_remote : Counter::hits_node);
   stats().add(rec.tier == Tier::kDisk ? Counter::hits_disk : Counter::hits_mem);
   if (rec.ahead != 0 && !asked) stats().add(Counter::prefetch_ready);
+  if (rec.mark != 0 && view != nullptr) view->use_mark(rec.mark);
   stats().add(copied ? Counter::served_remote_bytes : Counter::served_node_bytes, into.size());
   if (rec.tier == Tier::kDisk) stats().add(Counter::served_disk_bytes, into.size());
   return true;

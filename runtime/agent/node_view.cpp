@@ -68,4 +68,14 @@ void NodeView::kept_file_known(std::uint32_t segment) {
   kept_known_.insert(segment);
 }
 
+void NodeView::use_mark(std::uint32_t mark) {
+  if (mark == 0) return;
+  std::call_once(marks_once_, [this] {
+    // A record with a mark was published after the marks were made: they exist.
+    auto opened = PrefetchMarks::open(PrefetchMarks::path_for(table_->path()), false);
+    if (opened.ok()) marks_ = std::move(*opened);
+  });
+  if (marks_ != nullptr) marks_->use(mark);
+}
+
 }  // namespace larder::agent

@@ -27,6 +27,7 @@
 #include "runtime/cache/records.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/node/node_table.hpp"
+#include "runtime/node/prefetch_marks.hpp"
 
 namespace larder::agent {
 
@@ -47,6 +48,9 @@ class NodeView {
   // file is used in this step and never evicted before its end: its chunks are the worker's
   // to copy from then on.
   void kept_file_known(std::uint32_t segment);
+  // The worker read a chunk made ready ahead (ChunkRecord::mark): used, in the node's
+  // PrefetchMarks (mapped read-write the first time; they only count, prefetch.unused_bytes).
+  void use_mark(std::uint32_t mark);
   // The node's word i (NodeTable::kDiskChecking, kDiskSuspect) as it is now.
   std::uint32_t node_word(int i) const noexcept { return table_->node_word_now(i); }
   bool on_node(int rank) const noexcept;
@@ -61,6 +65,8 @@ class NodeView {
   const Config& config_;
   mutable std::mutex kept_mu_;
   std::unordered_set<std::uint32_t> kept_known_;  // guarded by kept_mu_
+  std::once_flag marks_once_;
+  std::unique_ptr<PrefetchMarks> marks_;  // set once, under marks_once_
 };
 
 }  // namespace larder::agent

@@ -15,6 +15,7 @@
 #include "runtime/common/sys.hpp"
 #include "runtime/common/units.hpp"
 #include "runtime/directory/local_directory.hpp"
+#include "runtime/node/prefetch_marks.hpp"
 #include "runtime/pfs/posix_file_system.hpp"
 
 namespace larder {
@@ -201,6 +202,15 @@ void Session::complete_kept(bool leader) {
     LARDER_LOG_WARN("the step is not kept: {}", s.message());
   }
   KeptStore::remove_table(*kept_place_, job_dir_.job_id());
+}
+
+void Session::count_unused_prefetch() {
+  if (node_table_ == nullptr || topology_.leader_of(topology_.node()) != topology_.rank) return;
+  auto marks = PrefetchMarks::open(PrefetchMarks::path_for(node_table_->path()), false);
+  if (!marks.ok()) return;  // the node was never told an order (or could not count it)
+  const PrefetchMarks::Unused unused = (*marks)->unused();
+  stats_.add(Counter::prefetch_unused_chunks, unused.chunks);
+  stats_.add(Counter::prefetch_unused_bytes, unused.bytes);
 }
 
 void Session::build_node_table() {
@@ -527,6 +537,7 @@ Status Session::close_mpi() {
   // Every rank has drained: what this rank placed goes to the kept store (its files moved, its
   // index written) before the stats are totalled, so kept.bytes_kept is in them.
   if (all_drained) keep_step();
+  if (all_drained) count_unused_prefetch();
   stats_.final_sample();
   MpiJob::ReportParts parts;
   parts.start_unix_ns = recorder_.start_unix_ns();

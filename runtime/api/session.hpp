@@ -103,7 +103,10 @@ class Session final : public FileService {
   void prepare_kept();                // the node leader, before its ranks open the store
   void open_kept(int ranks_on_node);  // every rank
   void keep_step();                   // every rank, at the step's end
-  void complete_kept(bool leader);    // after every rank kept its part
+  // The node's leader, once every rank has drained: the chunks its schedules made ready that no
+  // read of the node used (prefetch.unused_chunks, prefetch.unused_bytes).
+  void count_unused_prefetch();
+  void complete_kept(bool leader);  // after every rank kept its part
   void build_cache();
   // Puts the tests' fakes (if any) in front of the file system, directory and transport.
   void apply_seams(const Seams& seams);

@@ -286,6 +286,9 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
       // A schedule made it ready on this node before this read came (one that waited counts
       // as waited above instead).
       if (record.ahead != 0 && !early && !a.fresh) stats_.add(Counter::prefetch_ready);
+      if (record.mark != 0 && !ahead) {  // used: not in prefetch.unused_bytes
+        if (PrefetchMarks* marks = this->marks()) marks->use(record.mark);
+      }
       return Located{Source::kCache, record, a.fresh, a.copied};
     }
     case Answer::Kind::kError:

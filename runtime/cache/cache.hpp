@@ -35,6 +35,7 @@
 #include "runtime/directory/directory.hpp"
 #include "runtime/directory/timed_directory.hpp"
 #include "runtime/node/node_table.hpp"
+#include "runtime/node/prefetch_marks.hpp"
 #include "runtime/pfs/file_system.hpp"
 #include "runtime/stats/peer_load.hpp"
 #include "runtime/stats/stats.hpp"
@@ -337,6 +338,9 @@ class Cache {
   // (those that fit are made ready, in order).
   // `*covered`: the bytes of the chunks the entries cover (known before or not).
   bool prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* covered);
+  // `payload` (a chunk's answer for `it`) as this node's record: ahead, and marked, when `it` is
+  // a schedule's and the bytes sit on this node.
+  Payload node_form(BulkItem& it, const Payload& payload);
   // The chunks of `chunks` (claimed on the node): loaded here, found, or copied to this node
   // (another node's chunks are left where they are when `copy_remote` is false).
   void resolve_chunks(std::vector<BulkItem>& chunks, bool copy_remote = true);
@@ -350,6 +354,9 @@ class Cache {
   void count_listed(const Listing& listing);
   // Free bytes of this rank's tiers (their budgets less what is placed).
   std::uint64_t room() const;
+  // The node's PrefetchMarks, opened (made, when absent) the first time a chunk made ready ahead
+  // is published or read on this rank; null without a node table or when it cannot be.
+  PrefetchMarks* marks();
 
   // schedules (cache_prefetch.cpp)
   static constexpr std::uint32_t kPrefetchBatches = 4;     // batches in flight at once
@@ -650,6 +657,8 @@ class Cache {
   std::atomic<std::uint64_t> listed_files_{0};
   std::atomic<std::uint64_t> resolved_files_{0};
   std::atomic<std::uint64_t> resolved_small_bytes_{0};
+  std::once_flag marks_once_;
+  std::unique_ptr<PrefetchMarks> marks_;  // set once, under marks_once_
   // The schedule's batches (null when LARDER_PREFETCH_AHEAD is 0). Stopped with background_.
   std::unique_ptr<Background> prefetch_;
   // The chunks this rank's batches have claimed and not yet made ready (guarded by

@@ -30,6 +30,7 @@ struct Cache::BulkItem {
   bool node_claimed = false;    // this rank holds the key's node-table entry
   bool node_published = false;  // ... and has published it (as soon as it was loaded)
   bool ahead = false;           // a schedule's chunk: the node's record says so (ChunkRecord)
+  std::uint32_t mark = 0;       // ... with its mark in the node's PrefetchMarks, once taken
   std::uint32_t slot = 0;
   Answer answer;  // the outcome (kCached: remember and share; otherwise the node's ranks retry)
   Result<Claim> claim = Status(Errc::kInternal, 0, "not looked up");
@@ -41,16 +42,35 @@ std::string join(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
 }
 
+}  // namespace
+
 // The node's form of a scheduled chunk's answer: marked as made ready ahead (prefetch.ready),
+// with the chunk's mark (taken once, for the node table's record and this rank's memo alike),
 // when the bytes sit on this node. The directory keeps the unmarked answer.
-Payload node_form(bool ahead, const Payload& payload, bool on_node) {
-  if (!ahead || !on_node) return payload;
+Payload Cache::node_form(BulkItem& it, const Payload& payload) {
+  if (!it.ahead) return payload;
   auto record = unpack<ChunkRecord>(payload);
+  if (record.owner < 0 || !on_this_node(record.owner)) return payload;
   record.ahead = 1;
+  if (it.mark == 0) {
+    if (PrefetchMarks* marks = this->marks()) it.mark = marks->add(record.length);
+  }
+  record.mark = it.mark;
   return pack(record);
 }
 
-}  // namespace
+PrefetchMarks* Cache::marks() {
+  std::call_once(marks_once_, [this] {
+    if (node_ == nullptr) return;
+    auto opened = PrefetchMarks::open(PrefetchMarks::path_for(node_->path()), true);
+    if (opened.ok()) {
+      marks_ = std::move(*opened);
+    } else {
+      LARDER_LOG_INFO("prefetch.unused_bytes is not counted: {}", opened.status().message());
+    }
+  });
+  return marks_.get();
+}
 
 void Cache::load_all(std::size_t n, const std::function<void(std::size_t)>& load_one) {
   // Each load is a PFS round trip (a stat, or an open, a read and a close): with a PFS's latency
@@ -116,9 +136,7 @@ void Cache::resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& lo
   for (BulkItem& it : items) {
     const bool cached = it.answer.kind == Answer::Kind::kCached;
     if (cached && it.ahead) {  // the directory has its answer: from here on the node's form
-      const auto record = unpack<ChunkRecord>(it.answer.payload);
-      it.answer.payload =
-          node_form(it.ahead, it.answer.payload, record.owner >= 0 && on_this_node(record.owner));
+      it.answer.payload = node_form(it, it.answer.payload);
     }
     if (cached) memo_put(it.key, it.answer.payload);
     if (!it.node_claimed || it.node_published) continue;
@@ -267,9 +285,7 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
     // Ready on the node as soon as it is loaded: a reader of the node waiting for it goes on
     // without waiting for the rest of the batch (the directory hears of the batch together).
     if (loaded[k].publish && it.node_claimed) {
-      const auto record = unpack<ChunkRecord>(loaded[k].answer.payload);
-      node_->publish(it.slot, node_form(it.ahead, loaded[k].answer.payload,
-                                        record.owner >= 0 && on_this_node(record.owner)));
+      node_->publish(it.slot, node_form(it, loaded[k].answer.payload));
       it.node_published = true;
       prefetch_published(it.key);
     }

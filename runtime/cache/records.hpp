@@ -55,6 +55,9 @@ struct ChunkRecord {
   // in the node table's and the scheduling rank's memo's record, never in the directory's, so
   // readers of this node (ranks and workers) count prefetch.ready from it.
   std::uint8_t ahead = 0;
+  // With `ahead`: the chunk's mark in the node's PrefetchMarks (0: none), which the node's reads
+  // set used (prefetch.unused_bytes). In the padding before `offset`: the record's size is kept.
+  std::uint32_t mark = 0;
   std::uint64_t offset = 0;
   std::uint64_t length = 0;
   std::uint64_t position = 0;

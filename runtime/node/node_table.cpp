@@ -17,6 +17,7 @@
 #include "runtime/common/log.hpp"
 #include "runtime/common/sys.hpp"
 #include "runtime/common/unique_fd.hpp"
+#include "runtime/common/whole_file.hpp"
 
 namespace larder {
 
@@ -170,20 +171,8 @@ Result<NodeTable::Level> NodeTable::map_level(int l, bool create) const {
   const std::string path = path_ + "." + std::to_string(l);
   UniqueFd fd(sys::open(path.c_str(), (read_only_ ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid() && errno == ENOENT && create && !read_only_) {
-    // Made whole under a name of this process's, then linked into place: a process that opens
-    // the level's name finds it at its full size, and of two creators one link wins.
-    const std::string tmp =
-        path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
-    UniqueFd made(sys::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!made.valid()) return from_errno(errno, "cannot create node table level " + tmp);
-    if (sys::fallocate(made.get(), 0, 0, static_cast<off_t>(bytes)) != 0) {
-      const int err = errno;
-      sys::unlink(tmp.c_str());
-      return from_errno(err, "cannot allocate node table level " + path);
-    }
-    const int linked = ::link(tmp.c_str(), path.c_str()) == 0 ? 0 : errno;
-    sys::unlink(tmp.c_str());
-    if (linked != 0 && linked != EEXIST) return from_errno(linked, "cannot link " + path);
+    // A process that opens the level's name finds it at its full size (whole_file.hpp).
+    if (Status made = create_whole_file(path, bytes, "node table level"); !made.ok()) return made;
     fd = UniqueFd(sys::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
   }
   if (!fd.valid()) return from_errno(errno, "cannot open node table level " + path);

@@ -51,6 +51,8 @@ namespace larder {
   X(prefetch_ready, "prefetch.ready")                               \
   X(prefetch_waited, "prefetch.waited")                             \
   X(prefetch_wait_ns, "prefetch.wait_ns")                           \
+  X(prefetch_unused_chunks, "prefetch.unused_chunks")               \
+  X(prefetch_unused_bytes, "prefetch.unused_bytes")                 \
   X(readahead_chunks, "readahead.chunks")                           \
   X(readahead_bytes, "readahead.bytes")                             \
   X(fallbacks, "fallbacks")                                         \

@@ -6,7 +6,9 @@ gives, in every epoch; the ranks read every file (the sampler's indices cover th
 PFS served each byte once for the job; every rank handed its epochs' orders (prefetch.entries:
 this epoch's and the next one's, at each set_epoch) and the schedule made chunks ready on their
 node (prefetch.chunks) and reads found them ready there (prefetch.ready); nothing fell back to
-the PFS. Every process exits and no Larder file is left.
+the PFS; the bytes made ready that no read of their node used (prefetch.unused_bytes, marked by
+the workers' reads) are at most those only the never-read next epoch names. Every process exits
+and no Larder file is left.
 
 With --pfs-script (scripts/pfs/pfs.sh) and root, the tree is served over the shaped PFS: an sshfs
 mount through a 1 Gbit/s link with 0.25 ms each way (--delay), so every stat, open and read is a
@@ -24,6 +26,31 @@ from run_workers import RANKS, make_data
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EPOCHS = 2
+
+
+def never_read_bytes(root, digests):
+    """The bytes, summed over the nodes, of the files the sampler hands a node for epoch
+    EPOCHS (the next, never read) that none of its ranks read in epochs 0 .. EPOCHS - 1: what
+    the schedules may fetch and no read uses (prefetch.unused_bytes). Torch's own sampler gives
+    the indices, over py_workers.py's dataset (the files, sorted)."""
+    from torch.utils.data.distributed import DistributedSampler
+
+    names = sorted(digests)
+    sizes = [os.path.getsize(os.path.join(root, n)) for n in names]
+
+    def share(rank, epoch):
+        sampler = DistributedSampler(range(len(names)), num_replicas=RANKS, rank=rank,
+                                     shuffle=True, seed=49)
+        sampler.set_epoch(epoch)
+        return set(sampler)
+
+    total = 0
+    for node in range(RANKS // 2):
+        ranks = (2 * node, 2 * node + 1)
+        read = set().union(*(share(r, e) for r in ranks for e in range(EPOCHS)))
+        after = set().union(*(share(r, EPOCHS) for r in ranks))
+        total += sum(sizes[i] for i in after - read)
+    return total
 
 
 def main():
@@ -91,6 +118,13 @@ def main():
                   f"{context}: reads found their chunks made ready ahead ({pf.get('ready', 0)} "
                   f"reads, {pf.get('waited', 0)} waited for theirs, {s['misses']} misses)")
             check(s["fallbacks"] == 0, f"{context}: no read fell back to the PFS")
+            # What the last set_epoch handed for the epoch after the last is fetched and never
+            # read; every chunk of the epochs read was used on its node, by a rank or a worker.
+            bound = never_read_bytes(job.data, digests)
+            check(pf.get("unused_bytes", 0) <= bound,
+                  f"{context}: the bytes made ready and never used on their node "
+                  f"({pf.get('unused_bytes', 0)}) are at most those of the files only the "
+                  f"unread next epoch names ({bound})")
         if pfs_id:
             subprocess.run([args.pfs_script, "down", pfs_id], check=True, timeout=120)
             pfs_id = None

@@ -4,7 +4,8 @@
 // ahead (no read missed), each from the PFS once for the job; a second epoch that reads the
 // other node's files finds them copied to its node ahead. Then the faults: entries naming
 // nothing Larder can cache, a schedule larger than the budget, ranks that read what they did not
-// schedule, and the job ending while prefetches are in flight.
+// schedule, and the job ending while prefetches are in flight. The chunks made ready that no
+// read of their node used are counted at finalize (prefetch.unused_bytes).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -12,10 +13,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "runtime/api/runtime.hpp"
+#include "runtime/chunk/chunk_math.hpp"
 #include "tests/mpi/mpi_fixture.hpp"
 #include "tests/support/data_files.hpp"
 
@@ -82,6 +85,7 @@ class ScheduleTest : public MpiFixture {
 
   void schedule(const std::vector<Read>& reads, unsigned flags = 0) {
     std::vector<std::string> paths;
+    paths.reserve(reads.size());
     for (const Read& r : reads) paths.push_back(data(name(r.file)));
     std::vector<larder_read_t> plan;
     for (std::size_t k = 0; k < reads.size(); ++k) {
@@ -160,6 +164,52 @@ TEST_F(ScheduleTest, ScheduledReadsFindTheirChunksReadyAndThePfsIsReadOnce) {
   std::uint64_t reads = 0;
   for (int r = 0; r < 4; ++r) reads += reads_of(r, 0).size() + reads_of(r, 1).size();
   EXPECT_GE(u64(stats["prefetch"]["ready"]), reads) << stats["prefetch"].dump();
+  // Every chunk made ready was read on its node.
+  EXPECT_EQ(u64(stats["prefetch"]["unused_bytes"]), 0U) << stats["prefetch"].dump();
+}
+
+TEST_F(ScheduleTest, ChunksMadeReadyThatNoReadOfTheNodeUsedAreCountedUnused) {
+  if (size() != 4) GTEST_SKIP() << "needs 4 ranks on 2 nodes";
+  make_dataset();
+  init();
+  schedule(reads_of(rank(), 0));
+  settle();
+  barrier();
+  // Each rank reads the first half of its small files and leaves the rest, and its large range.
+  std::vector<Read> mine = reads_of(rank(), 0);
+  mine.resize(mine.size() / 2);
+  read(mine, "half the schedule");
+  barrier();
+  const auto stats = finalize();
+  // The bytes a node's schedules named and none of its reads used, chunk by chunk, summed over
+  // the nodes: what the node leaders count at finalize.
+  const auto s = sizes();
+  std::uint64_t chunks = 0;
+  std::uint64_t bytes = 0;
+  for (int node = 0; node < 2; ++node) {
+    std::set<std::pair<std::size_t, std::uint64_t>> scheduled;
+    std::set<std::pair<std::size_t, std::uint64_t>> used;
+    for (int r = 2 * node; r < 2 * node + 2; ++r) {
+      const std::vector<Read> all = reads_of(r, 0);
+      for (std::size_t k = 0; k < all.size(); ++k) {
+        const Read& e = all[k];
+        const std::uint64_t end = e.length == 0 ? s[e.file] : e.offset + e.length;
+        for (std::uint64_t i = e.offset / kChunk; i <= (end - 1) / kChunk; ++i) {
+          scheduled.insert({e.file, i});
+          if (k < all.size() / 2) used.insert({e.file, i});
+        }
+      }
+    }
+    for (const auto& [file, index] : scheduled) {
+      if (used.contains({file, index})) continue;
+      ++chunks;
+      bytes += ChunkGeometry{s[file], kChunk}.chunk_length(index);
+    }
+  }
+  ASSERT_GT(bytes, 0U);
+  EXPECT_EQ(u64(stats["prefetch"]["unused_chunks"]), chunks) << stats["prefetch"].dump();
+  EXPECT_EQ(u64(stats["prefetch"]["unused_bytes"]), bytes) << stats["prefetch"].dump();
+  EXPECT_EQ(u64(stats["misses"]), 0U) << stats.dump();
 }
 
 TEST_F(ScheduleTest, AWrongScheduleCostsAtMostWhatItFetchedAndTheJobEndsCleanly) {
