@@ -145,7 +145,7 @@ build_hdf5() {
   tarball=$(fetch_hdf5_source)
   local build_dir
   build_dir=$(mktemp -d "${DEPS_DIR}/build-hdf5-${mpi}.XXXXXX")
-  log "building hdf5 ${HDF5_VERSION} for ${mpi} into ${prefix} (about 2 minutes)"
+  log "building hdf5 ${HDF5_VERSION} for ${mpi} into ${prefix} (about 7 minutes on 2 cores)"
   tar xzf "$tarball" -C "$build_dir"
   local cc=mpicc.${mpi}
   rm -rf "$prefix"
@@ -225,7 +225,7 @@ build_h5py() {
   fi
   local build_dir
   build_dir=$(mktemp -d "${DEPS_DIR}/build-h5py-${mpi}.XXXXXX")
-  log "building h5py ${H5PY_VERSION} for ${mpi} into ${prefix} (about 2 minutes)"
+  log "building h5py ${H5PY_VERSION} for ${mpi} into ${prefix} (about a minute)"
   tar xzf "$tarball" -C "$build_dir"
   rm -rf "$prefix"
   (
