@@ -27,10 +27,6 @@
 namespace larder::testing {
 namespace {
 
-std::uint64_t u64(const nlohmann::json& j) {
-  return j.is_number() ? j.get<std::uint64_t>() : 0;
-}
-
 struct Reading {
   bool list_ahead = false;  // the directory is listed first (list-ahead loads its small files)
   bool worker = false;      // node 1 reads through a DataLoader worker of rank 2 as well

@@ -21,10 +21,6 @@
 namespace larder::testing {
 namespace {
 
-std::uint64_t u64(const nlohmann::json& j) {
-  return j.is_number() ? j.get<std::uint64_t>() : 0;
-}
-
 class ListAheadTest : public MpiFixture {
  protected:
   static constexpr std::size_t kFilesA = 16;

@@ -7,6 +7,7 @@
 #include <larder/larder.h>
 #include <mpi.h>
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,11 @@ namespace larder::testing {
 // The whole file read through Larder's C API in pieces of `piece` bytes (each read checked for
 // its length).
 std::vector<std::byte> read_in_pieces(const std::string& path, std::size_t piece);
+
+// A counter of a stats JSON as a number, 0 when the stats lack it.
+inline std::uint64_t u64(const nlohmann::json& j) {
+  return j.is_number() ? j.get<std::uint64_t>() : 0;
+}
 
 class MpiFixture : public ::testing::Test {
  protected:

@@ -25,10 +25,6 @@
 namespace larder::testing {
 namespace {
 
-std::uint64_t u64(const nlohmann::json& j) {
-  return j.is_number() ? j.get<std::uint64_t>() : 0;
-}
-
 class ScheduleTest : public MpiFixture {
  protected:
   static constexpr std::uint64_t kChunk = 64 << 10;
