@@ -23,6 +23,12 @@ Payload Cache::direct_payload(FallbackCause cause) noexcept {
   return pack(direct);
 }
 
+bool Cache::no_room_payload(const Payload& payload) noexcept {
+  const auto record = unpack<ChunkRecord>(payload);
+  return record.owner == kDirectOwner &&
+         record.segment == static_cast<std::uint32_t>(FallbackCause::kNoRoom);
+}
+
 Cache::Cache(CacheParts parts)
     : config_(*parts.config),
       stats_(*parts.stats),
@@ -53,6 +59,8 @@ Cache::Cache(CacheParts parts)
   }
   if (config_.prefetch_ahead > 0) {
     prefetch_ = std::make_unique<Background>(kPrefetchBatches, kPrefetchBatches);
+    if (config_.prefetch_stage > 0)
+      stage_ = std::make_unique<PrefetchStage>(config_.prefetch_stage);
     if (config_.readahead > 0) readahead_ = std::make_unique<Background>(2, kReadAheadQueue);
   }
   // Node groups need a node table (one resolver per node asks for the node).
@@ -171,6 +179,12 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
   bool missed = false;
   for_each_piece(geometry, offset, into.size(), [&](const ChunkPiece& piece) {
     auto dst = into.subspan(piece.offset_in_buffer, piece.length);
+    // Read ahead into the stage: no rank had room for it, so the cache would send it to the PFS.
+    if (take_staged(file, piece.index, piece.offset_in_chunk, dst, true)) {
+      stats_.fallback(file.path, FallbackCause::kNoRoom, dst.size());
+      total += dst.size();
+      return true;
+    }
     auto located = locate(file, piece.index);
     if (!located.ok()) {
       error = located.status();
@@ -190,6 +204,11 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
       return true;
     }
     stats_.fallback(file.path, cause, dst.size());
+    if (take_staged(file, piece.index, piece.offset_in_chunk,
+                    dst)) {  // read ahead, past the budget
+      total += dst.size();
+      return true;
+    }
     auto n = read_direct(file, piece.index * config_.chunk_size + piece.offset_in_chunk, dst);
     if (!n.ok()) {
       error = n.status();
@@ -213,6 +232,11 @@ Counter Cache::served_from(const Located& located) const noexcept {
 }
 
 Result<Cache::Place> Cache::place(const CachedFile& file, std::uint64_t index) {
+  // Staged past the budget: the worker asks its rank to read it (kRead), which takes it there.
+  if (stage_ != nullptr && !stage_->empty() &&
+      stage_->holds(chunk_key(file.id, index), file.version)) {
+    return Place{};
+  }
   auto located = locate(file, index);
   if (!located.ok()) return located.status();
   Place out;

@@ -30,6 +30,7 @@
 
 #include "runtime/cache/background.hpp"
 #include "runtime/cache/listing.hpp"
+#include "runtime/cache/prefetch_stage.hpp"
 #include "runtime/cache/records.hpp"
 #include "runtime/config/config.hpp"
 #include "runtime/directory/directory.hpp"
@@ -337,7 +338,12 @@ class Cache {
   // list-ahead resolves a directory's. False when the node's budget had no room for them all
   // (those that fit are made ready, in order).
   // `*covered`: the bytes of the chunks the entries cover (known before or not).
-  bool prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* covered);
+  // `place`: where the batch's first entry sits in the schedule (the stage's tags).
+  bool prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::Place place,
+                      std::uint64_t* covered);
+  // Chunks of a batch past the budget, read from the PFS into the stage (as much as it has
+  // room for); `places` is each item's place in the schedule.
+  void stage_chunks(std::span<const BulkItem> items, std::span<const PrefetchStage::Place> places);
   // `payload` (a chunk's answer for `it`) as this node's record: ahead, and marked, when `it` is
   // a schedule's and the bytes sit on this node.
   Payload node_form(BulkItem& it, const Payload& payload);
@@ -365,6 +371,10 @@ class Cache {
   // Bytes in flight at most (estimated from the last batch's bytes per entry), so that on a
   // bandwidth-bound PFS the earliest entries are not slowed by the whole epoch's.
   static constexpr std::uint64_t kPrefetchInFlight = 64ull << 20;
+  // Staged chunks the reads have not taken are dropped this many entries after the reads'
+  // position has passed their entry (a DataLoader's position runs ahead of its reads by
+  // prefetch_factor x workers batches).
+  static constexpr std::uint64_t kStageLag = 4096;
   // Hands out batches while fewer than kPrefetchBatches run and the window allows.
   void pump_prefetch();
   // The chunks of a batch while it makes them ready (in_flight_).
@@ -373,7 +383,14 @@ class Cache {
   bool prefetching(const Key& key);
   // `key` is ready on the node: no longer in in_flight_ (if it was).
   void prefetch_published(const Key& key);
-  void run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch);
+  void run_prefetch(std::uint64_t generation, std::uint64_t first,
+                    std::vector<ScheduledRead> batch);
+  // Serves a read that would go to the PFS from the stage, if it holds the chunk (or is
+  // loading it); false: read the PFS.
+  // `first`: asked before the cache (the chunk is taken only if staged; an absent one is not
+  // marked as read elsewhere).
+  bool take_staged(const CachedFile& file, std::uint64_t index, std::uint64_t offset_in_chunk,
+                   std::span<std::byte> into, bool first = false);
 
   // read-ahead (cache_readahead.cpp)
   static constexpr std::size_t kReadAheadStreams = 16;  // files followed at once per rank
@@ -471,6 +488,9 @@ class Cache {
   // The answer "read the PFS", remembered by the node and its ranks, and why (FallbackCause in
   // the record's `segment`, so that every reader counts its read under the cause).
   static Payload direct_payload(FallbackCause cause) noexcept;
+  // Whether `payload` is direct_payload(kNoRoom): the job reads the chunk from the PFS because
+  // no rank had room for it.
+  static bool no_room_payload(const Payload& payload) noexcept;
   // Node groups (LARDER_GROUP; docs/protocol.md, "Node groups"): the group entry of `key`, homed
   // on a rank of this node's group; false when the job has no groups.
   bool grouped() const noexcept { return group_size_ > 0; }
@@ -647,7 +667,8 @@ class Cache {
   std::uint64_t plan_position_ = 0;
   std::uint32_t plan_batches_ = 0;
   std::uint32_t plan_running_ = 0;
-  bool plan_full_ = false;              // the budget had no room: nothing more in this generation
+  bool plan_full_ = false;  // the budget had no room and no stage: nothing more in this generation
+  bool plan_staging_ = false;           // the budget had no room: the stage bounds the batches
   std::uint64_t plan_entry_bytes_ = 0;  // bytes per entry of the last batch (0: none yet)
   // This rank has been told an order: list-ahead resolves stat answers, not small files' data.
   std::atomic<bool> scheduled_{false};
@@ -661,6 +682,9 @@ class Cache {
   std::unique_ptr<PrefetchMarks> marks_;  // set once, under marks_once_
   // The schedule's batches (null when LARDER_PREFETCH_AHEAD is 0). Stopped with background_.
   std::unique_ptr<Background> prefetch_;
+  // Chunks of the schedule past the budget, read ahead into this rank's memory (null when
+  // LARDER_PREFETCH_STAGE or LARDER_PREFETCH_AHEAD is 0). Emptied by stop_background.
+  std::unique_ptr<PrefetchStage> stage_;
   // The chunks this rank's batches have claimed and not yet made ready (guarded by
   // in_flight_mu_; in_flight_n_ is their number, read without the lock): a read of one of them
   // waits for its prefetch, and counts as prefetch.waited.

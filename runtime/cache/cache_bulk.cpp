@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <system_error>
 #include <thread>
 #include <unordered_set>
@@ -508,6 +509,11 @@ void Cache::stop_background() noexcept {
   if (prefetch_ != nullptr) prefetch_->stop();
   if (readahead_ != nullptr) readahead_->stop();
   if (background_ != nullptr) background_->stop();
+  if (stage_ != nullptr) {  // staged and never read: what the schedule cost for nothing
+    const PrefetchStage::Dropped d = stage_->drop_all();
+    stats_.add(Counter::prefetch_unused_chunks, d.chunks);
+    stats_.add(Counter::prefetch_unused_bytes, d.bytes);
+  }
 }
 
 void Cache::list_ahead(const std::string& dir, const Listing& listing) {
@@ -622,7 +628,8 @@ std::uint64_t Cache::room() const {
   return free;
 }
 
-bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* covered) {
+bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::Place place,
+                           std::uint64_t* covered) {
   *covered = 0;
   // Phase 1: the stat answers of the paths (each once), as list-ahead's.
   std::vector<BulkItem> paths;
@@ -654,9 +661,16 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
     if (found.ok()) records[unknown[u]] = *found;
   });
   // Phase 2: the chunks the reads cover that the node does not know yet, in order, as many as
-  // the budget has room for (a chunk the cache cannot hold is read on demand, as without a
-  // schedule: a prefetch never turns a later read into a fallback).
+  // the budget has room for (a prefetch never turns a later read into a fallback). Past the
+  // budget, with a stage: the chunks the job will read from the PFS (known so, or claimed and
+  // found so) are read into this rank's stage; without one they are read on demand.
   std::vector<BulkItem> chunks;
+  std::vector<PrefetchStage::Place> chunks_at;
+  std::vector<BulkItem> over;  // past the budget: claimed to learn where the job has them
+  std::vector<PrefetchStage::Place> over_at;
+  std::vector<BulkItem> staged;  // ... read from the PFS by their reads: into the stage
+  std::vector<PrefetchStage::Place> staged_at;
+  const bool stage = stage_ != nullptr;
   std::uint64_t free = room();
   bool fits = true;
   seen.clear();
@@ -677,30 +691,44 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
         r.length == 0 || r.length > size - r.offset ? size : r.offset + r.length;
     *covered += end - r.offset;
     const ChunkGeometry geometry{size, config_.chunk_size};
+    const PrefetchStage::Place at{place.generation, place.entry + k};
     for (std::uint64_t i = r.offset / config_.chunk_size;
-         fits && i <= (end - 1) / config_.chunk_size; ++i) {
+         (fits || stage) && i <= (end - 1) / config_.chunk_size; ++i) {
       BulkItem it;
       it.key = chunk_key(rec.file, i);
       if (!seen.insert(it.key).second) continue;
-      Payload known;
-      if (memo_find(it.key, &known)) continue;
-      const std::uint64_t length = geometry.chunk_length(i);
-      if (length > free) {
-        fits = false;
-        break;
-      }
       it.path = r.path;
       it.ahead = true;
       it.file = rec.file;
       it.size = size;
       it.version = rec.version();
       it.index = i;
+      Payload known;
+      if (memo_find(it.key, &known)) {
+        if (stage && no_room_payload(known)) {
+          staged.push_back(std::move(it));
+          staged_at.push_back(at);
+        }
+        continue;
+      }
+      const std::uint64_t length = geometry.chunk_length(i);
+      if (fits && length > free) fits = false;
+      if (!fits && !stage) break;
       if (!claim_on_node(it)) continue;  // another rank of the node resolves it
-      free -= length;
-      chunks.push_back(std::move(it));
+      if (fits) {
+        free -= length;
+        chunks.push_back(std::move(it));
+        chunks_at.push_back(at);
+      } else {
+        over.push_back(std::move(it));
+        over_at.push_back(at);
+      }
     }
-    if (!fits) break;
+    if (!fits && !stage) break;
   }
+  chunks.insert(chunks.end(), std::make_move_iterator(over.begin()),
+                std::make_move_iterator(over.end()));
+  chunks_at.insert(chunks_at.end(), over_at.begin(), over_at.end());
   prefetch_claimed(chunks, true);
   try {
     resolve_chunks(chunks);
@@ -709,6 +737,19 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
     throw;
   }
   prefetch_claimed(chunks, false);
+  // Past the budget: the chunks the job reads from the PFS (no rank had room for them: the
+  // loader gave its claim up, or the entry says so; room() counts free bytes over the tiers, so
+  // a chunk it let through can still find no place).
+  for (std::size_t i = 0; stage && i < chunks.size(); ++i) {
+    const Answer& a = chunks[i].answer;
+    if (a.kind != Answer::Kind::kDirect &&
+        (a.kind != Answer::Kind::kCached || !no_room_payload(a.payload))) {
+      continue;
+    }
+    staged.push_back(chunks[i]);
+    staged_at.push_back(chunks_at[i]);
+  }
+  if (!staged.empty() && !closing()) stage_chunks(staged, staged_at);
   for (const BulkItem& it : chunks) {
     if (it.answer.kind != Answer::Kind::kCached) continue;
     const auto rec = unpack<ChunkRecord>(it.answer.payload);
@@ -719,6 +760,41 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, std::uint64_t* 
   }
   if (!fits) stats_.add(Counter::prefetch_no_room);
   return fits;
+}
+
+void Cache::stage_chunks(std::span<const BulkItem> items,
+                         std::span<const PrefetchStage::Place> places) {
+  std::vector<std::size_t> loads;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const BulkItem& it = items[i];
+    const std::uint64_t length = ChunkGeometry{it.size, config_.chunk_size}.chunk_length(it.index);
+    if (length == 0) continue;
+    const PrefetchStage::Reserved r = stage_->reserve(it.key, it.version, length, places[i]);
+    if (r == PrefetchStage::Reserved::kFull) {  // the rest is read on demand
+      stats_.add(Counter::prefetch_stage_full);
+      break;
+    }
+    if (r == PrefetchStage::Reserved::kYes) loads.push_back(i);
+  }
+  load_all(loads.size(), [&](std::size_t u) {
+    const BulkItem& it = items[loads[u]];
+    const std::uint64_t length = ChunkGeometry{it.size, config_.chunk_size}.chunk_length(it.index);
+    std::unique_ptr<std::byte[]> bytes;
+    try {
+      bytes = std::make_unique_for_overwrite<std::byte[]>(length);
+      auto n = pfs_.read(it.path, it.version, it.index * config_.chunk_size,
+                         std::span(bytes.get(), length));
+      if (!n.ok() || *n != length) bytes.reset();  // its read goes to the PFS itself
+    } catch (const std::exception& e) {
+      LARDER_LOG_LIMITED(kWarn, "staging a chunk of {} failed: {}", it.path, e.what());
+      bytes.reset();
+    }
+    if (bytes != nullptr) {
+      stats_.add(Counter::prefetch_staged_chunks);
+      stats_.add(Counter::prefetch_staged_bytes, length);
+    }
+    stage_->fill(it.key, std::move(bytes));
+  });
 }
 
 void Cache::prefetch_published(const Key& key) {

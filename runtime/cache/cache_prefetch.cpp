@@ -7,6 +7,7 @@
 // copied once to each node that schedules it; a read that comes while its chunk is being
 // prefetched waits for that load, as for any claimed entry.
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "runtime/cache/cache.hpp"
@@ -38,10 +39,19 @@ void Cache::schedule(std::vector<ScheduledRead> reads, bool append) {
 }
 
 void Cache::schedule_position(std::uint64_t position) {
+  std::uint64_t generation = 0;
   {
     std::lock_guard lock(plan_mu_);
     if (position <= plan_position_) return;
     plan_position_ = position;
+    generation = plan_generation_;
+  }
+  // Staged chunks the reads went far past without taking (a schedule the reads left) make room
+  // for the ones ahead.
+  if (stage_ != nullptr && !stage_->empty() && position > kStageLag) {
+    const PrefetchStage::Dropped d = stage_->drop_passed(generation, position, kStageLag);
+    stats_.add(Counter::prefetch_unused_chunks, d.chunks);
+    stats_.add(Counter::prefetch_unused_bytes, d.bytes);
   }
   pump_prefetch();
 }
@@ -63,7 +73,10 @@ void Cache::pump_prefetch() {
   const std::uint64_t in_flight_entries =
       plan_entry_bytes_ == 0 ? kPrefetchMaxBatch
                              : std::max<std::uint64_t>(1, kPrefetchInFlight / plan_entry_bytes_);
-  while (plan_running_ < at_once && plan_next_ < end && plan_next_ < limit && !plan_full_) {
+  // Past the budget the stage bounds the bytes ahead: batches wait while it is full (a read
+  // that takes a staged chunk pumps again).
+  while (plan_running_ < at_once && plan_next_ < end && plan_next_ < limit && !plan_full_ &&
+         (stage_ == nullptr || !plan_staging_ || !stage_->full())) {
     const std::uint64_t want = std::min(
         {kPrefetchMaxBatch, kPrefetchFirstBatch << std::min(plan_batches_, std::uint32_t{8}),
          std::max<std::uint64_t>(1, in_flight_entries / kPrefetchBatches)});
@@ -71,10 +84,12 @@ void Cache::pump_prefetch() {
     const auto from = plan_.begin() + static_cast<std::ptrdiff_t>(plan_next_ - plan_base_);
     std::vector<ScheduledRead> batch(from, from + static_cast<std::ptrdiff_t>(n));
     const std::uint64_t generation = plan_generation_;
+    const std::uint64_t first = plan_next_;
     ++plan_running_;
-    const bool queued = prefetch_->submit([this, generation, b = std::move(batch)]() mutable {
-      run_prefetch(generation, std::move(b));
-    });
+    const bool queued =
+        prefetch_->submit([this, generation, first, b = std::move(batch)]() mutable {
+          run_prefetch(generation, first, std::move(b));
+        });
     if (!queued) {  // stopped (the job ends), or no thread: the reads load on demand
       --plan_running_;
       return;
@@ -97,7 +112,8 @@ void Cache::pump_prefetch() {
   }
 }
 
-void Cache::run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> batch) {
+void Cache::run_prefetch(std::uint64_t generation, std::uint64_t first,
+                         std::vector<ScheduledRead> batch) {
   bool current = false;
   {
     std::lock_guard lock(plan_mu_);
@@ -107,7 +123,7 @@ void Cache::run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> ba
   std::uint64_t covered = 0;
   if (current && !closing()) {
     try {
-      fits = prefetch_batch(batch, &covered);
+      fits = prefetch_batch(batch, PrefetchStage::Place{generation, first}, &covered);
     } catch (const std::exception& e) {  // what it claimed was published or failed: reads go on
       LARDER_LOG_LIMITED(kWarn, "a prefetch batch failed: {}", e.what());
     }
@@ -115,10 +131,39 @@ void Cache::run_prefetch(std::uint64_t generation, std::vector<ScheduledRead> ba
   {
     std::lock_guard lock(plan_mu_);
     --plan_running_;
-    if (!fits && generation == plan_generation_) plan_full_ = true;
+    // Past the budget: with a stage the schedule goes on into it, without one it stops.
+    if (!fits && generation == plan_generation_) {
+      if (stage_ != nullptr) {
+        plan_staging_ = true;
+      } else {
+        plan_full_ = true;
+      }
+    }
     if (covered > 0) plan_entry_bytes_ = std::max<std::uint64_t>(1, covered / batch.size());
   }
   pump_prefetch();
+}
+
+bool Cache::take_staged(const CachedFile& file, std::uint64_t index, std::uint64_t offset_in_chunk,
+                        std::span<std::byte> into, bool first) {
+  if (stage_ == nullptr || file.local_only || !scheduled_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  if (first && stage_->empty()) return false;  // most reads
+  const auto start = std::chrono::steady_clock::now();
+  const PrefetchStage::Took took =
+      stage_->take(chunk_key(file.id, index), file.version, offset_in_chunk, into, !first);
+  if (took == PrefetchStage::Took::kAbsent) return false;
+  stats_.add(Counter::prefetch_staged_reads);
+  if (took == PrefetchStage::Took::kWaited) {
+    stats_.add(Counter::prefetch_waited);
+    stats_.add(Counter::prefetch_wait_ns,
+               static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::steady_clock::now() - start)
+                                              .count()));
+  }
+  pump_prefetch();  // room in the stage for the batches ahead
+  return true;
 }
 
 bool Cache::prefetching(const Key& key) {

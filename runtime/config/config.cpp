@@ -242,6 +242,14 @@ Result<Config> Config::parse(const Lookup& lookup) {
     }
     c.prefetch_ahead = *n;
   }
+  if (auto v = get("LARDER_PREFETCH_STAGE")) {
+    auto n = parse_size(*v);
+    if (!n) {
+      return bad("LARDER_PREFETCH_STAGE", *v,
+                 "0 (a schedule stops at the budget) or a size such as 128M or 1G");
+    }
+    c.prefetch_stage = *n;
+  }
   if (auto v = get("LARDER_READAHEAD")) {
     auto n = parse_int<std::uint32_t>(*v);
     if (!n || *n > 1024) {

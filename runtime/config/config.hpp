@@ -87,6 +87,10 @@ struct Config {
   // LARDER_PREFETCH_AHEAD: how many entries of a rank's schedule (larder_schedule) its prefetch
   // runs ahead of the reads' position at most (0: schedules are taken and nothing is prefetched)
   std::uint32_t prefetch_ahead = 8192;
+  // LARDER_PREFETCH_STAGE: bytes of a rank's own memory its schedule reads ahead into when the
+  // node's budget has no room left (0: a schedule stops at the budget; docs/architecture.md,
+  // "Past the budget")
+  std::uint64_t prefetch_stage = 128ull << 20;
   // LARDER_READAHEAD: chunks made ready ahead of a rank that reads a file of several chunks in
   // order (0: none; docs/architecture.md, "Read-ahead")
   std::uint32_t readahead = 4;

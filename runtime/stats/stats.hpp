@@ -53,6 +53,10 @@ namespace larder {
   X(prefetch_wait_ns, "prefetch.wait_ns")                           \
   X(prefetch_unused_chunks, "prefetch.unused_chunks")               \
   X(prefetch_unused_bytes, "prefetch.unused_bytes")                 \
+  X(prefetch_staged_chunks, "prefetch.staged_chunks")               \
+  X(prefetch_staged_bytes, "prefetch.staged_bytes")                 \
+  X(prefetch_staged_reads, "prefetch.staged_reads")                 \
+  X(prefetch_stage_full, "prefetch.stage_full")                     \
   X(readahead_chunks, "readahead.chunks")                           \
   X(readahead_bytes, "readahead.bytes")                             \
   X(fallbacks, "fallbacks")                                         \

@@ -10,6 +10,12 @@ the PFS; the bytes made ready that no read of their node used (prefetch.unused_b
 the workers' reads) are at most those only the never-read next epoch names. Every process exits
 and no Larder file is left.
 
+The context `fork-half` runs fork workers with the job's memory half the dataset (LARDER_MEM a
+quarter of it per node, no disk tier): the schedule fills the budget, and the chunks no rank has
+room for are read ahead into the ranks' stages (LARDER_PREFETCH_STAGE) and handed to the
+workers' reads through their rank. Checks: the bytes, every file read; reads took chunks from the
+stages (prefetch.staged_reads); the PFS served at most the dataset per epoch.
+
 With --pfs-script (scripts/pfs/pfs.sh) and root, the tree is served over the shaped PFS: an sshfs
 mount through a 1 Gbit/s link with 0.25 ms each way (--delay), so every stat, open and read is a
 network round trip; the mount, its server and its namespaces are removed at the end, also on
@@ -56,7 +62,7 @@ def never_read_bytes(root, digests):
 def main():
     parser = common_args(argparse.ArgumentParser())
     parser.add_argument("--pythonpath", required=True)
-    parser.add_argument("--contexts", default="fork,spawn")
+    parser.add_argument("--contexts", default="fork,spawn,fork-half")
     parser.add_argument("--pfs-script", default="",
                         help="scripts/pfs/pfs.sh: serve the tree over the shaped PFS")
     args = parser.parse_args()
@@ -86,9 +92,12 @@ def main():
             extra = {"GLOO_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
                      "PYTHONPATH": args.pythonpath, "LARDER_NODE_SIZE": "2",
                      "LARDER_REVALIDATE": "off", "LPL_SAMPLER": "larder"}
+            half = context == "fork-half"
+            if half:  # 2 nodes of a quarter each: the job holds half the dataset
+                extra.update({"LARDER_MEM": str(size // 4), "LARDER_DISK": "0"})
             env = job.python_env(job.env(stats=stats, extra=extra))
             job.mpiexec(RANKS, [PYTHON, os.path.join(HERE, "py_workers.py"), job.data, out,
-                                context, str(EPOCHS)], env, timeout=240)
+                                "fork" if half else context, str(EPOCHS)], env, timeout=240)
             results = [json.load(open(f"{out}.{r}")) for r in range(RANKS)]
             for e in range(EPOCHS):
                 seen = {}
@@ -103,6 +112,14 @@ def main():
             print(f"{context}: pfs {s['pfs']['bytes_read']} B in {s['pfs']['read_ops']} reads "
                   f"(dataset {size} B), misses {s['misses']}, prefetch {json.dumps(pf)}",
                   flush=True)
+            if half:
+                check(pf.get("no_room", 0) > 0 and pf.get("staged_reads", 0) > 0,
+                      f"{context}: past the budget, reads took their chunks from the stages "
+                      f"({pf.get('staged_reads', 0)} reads, {pf.get('staged_bytes', 0)} B staged)")
+                check(s["pfs"]["bytes_read"] <= EPOCHS * size,
+                      f"{context}: the PFS served at most the dataset an epoch "
+                      f"({s['pfs']['bytes_read']} B, {EPOCHS} x {size} B)")
+                continue
             check(s["pfs"]["bytes_read"] == size,
                   f"{context}: the PFS served each byte once ({s['pfs']['bytes_read']} of {size})")
             # At each set_epoch a rank hands its share of that epoch and of the next.

@@ -28,6 +28,7 @@ TEST(ConfigTest, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c->shm_dir, "/dev/shm");
   EXPECT_TRUE(c->stats_path.empty());
   EXPECT_EQ(c->node_size, 0);
+  EXPECT_EQ(c->prefetch_stage, 128ull << 20);
 }
 
 TEST(ConfigTest, ParsesEveryVariable) {
@@ -45,6 +46,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
                   {"LARDER_DIR_ENTRIES", "3000000000"},
                   {"LARDER_TIMEOUT", "5"},
                   {"LARDER_REVALIDATE", "off"},
+                  {"LARDER_PREFETCH_STAGE", "0"},
                   {"LARDER_ENABLE", "yes"}});
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   ASSERT_EQ(c->prefixes.size(), 2u);
@@ -63,6 +65,7 @@ TEST(ConfigTest, ParsesEveryVariable) {
   EXPECT_EQ(c->dir_entries, 3000000000ull);
   EXPECT_EQ(c->wait_timeout, std::chrono::seconds(5));
   EXPECT_EQ(c->revalidate, std::chrono::seconds(0));
+  EXPECT_EQ(c->prefetch_stage, 0u);
 }
 
 TEST(ConfigTest, DirectoryOpsDefaultToAutoAndAcceptEachMode) {
@@ -213,6 +216,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"LARDER_LOAD_PARALLEL", "65", "from 1 (one load at a time) to 64"},
                       BadCase{"LARDER_PREFETCH_AHEAD", "-1", "from 0 (no prefetch of schedules)"},
                       BadCase{"LARDER_PREFETCH_AHEAD", "2000000000", "to 1073741824"},
+                      BadCase{"LARDER_PREFETCH_STAGE", "lots",
+                              "0 (a schedule stops at the budget)"},
                       BadCase{"LARDER_SMALL_FILE", "big", "K, M, G or T"},
                       BadCase{"LARDER_NODE_SLOTS", "1", "between 64 and"},
                       BadCase{"LARDER_SHM_DIR", "shm", "absolute directory path"},

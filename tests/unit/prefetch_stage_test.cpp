@@ -1,0 +1,146 @@
+// PrefetchStage: a rank's chunks past the budget, read ahead and handed to their reads once.
+#include "runtime/cache/prefetch_stage.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace larder {
+namespace {
+
+Key key_of(std::uint64_t n) {
+  return Key{n + 1, n * 7, n};
+}
+
+std::unique_ptr<std::byte[]> bytes_of(std::uint64_t length, std::uint8_t seed) {
+  auto b = std::make_unique<std::byte[]>(length);
+  for (std::uint64_t i = 0; i < length; ++i) b[i] = static_cast<std::byte>(seed + i);
+  return b;
+}
+
+bool equals(const std::vector<std::byte>& got, std::uint64_t from, std::uint8_t seed) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != static_cast<std::byte>(seed + from + i)) return false;
+  }
+  return true;
+}
+
+using Reserved = PrefetchStage::Reserved;
+using Took = PrefetchStage::Took;
+
+TEST(PrefetchStageTest, AChunkIsTakenByItsReadsUntilTheyCoverItThenFreed) {
+  PrefetchStage stage(1000);
+  EXPECT_TRUE(stage.empty());
+  ASSERT_EQ(stage.reserve(key_of(1), 5, 100, {0, 0}), Reserved::kYes);
+  EXPECT_EQ(stage.reserve(key_of(1), 5, 100, {0, 1}), Reserved::kHeld);
+  stage.fill(key_of(1), bytes_of(100, 3));
+  EXPECT_EQ(stage.bytes(), 100U);
+  std::vector<std::byte> part(60);
+  EXPECT_EQ(stage.take(key_of(1), 5, 0, part), Took::kTaken);
+  EXPECT_TRUE(equals(part, 0, 3));
+  std::vector<std::byte> rest(40);
+  EXPECT_EQ(stage.take(key_of(1), 5, 60, rest), Took::kTaken);
+  EXPECT_TRUE(equals(rest, 60, 3));
+  EXPECT_TRUE(stage.empty());
+  EXPECT_EQ(stage.bytes(), 0U);
+  // Gone: the next read of it goes to the PFS.
+  EXPECT_EQ(stage.take(key_of(1), 5, 0, part), Took::kAbsent);
+}
+
+TEST(PrefetchStageTest, AnotherVersionOrARangeBeyondTheChunkIsNotServed) {
+  PrefetchStage stage(1000);
+  ASSERT_EQ(stage.reserve(key_of(2), 5, 100, {0, 0}), Reserved::kYes);
+  stage.fill(key_of(2), bytes_of(100, 9));
+  std::vector<std::byte> got(10);
+  EXPECT_EQ(stage.take(key_of(2), 6, 0, got), Took::kAbsent);  // the file changed: dropped
+  EXPECT_TRUE(stage.empty());
+  ASSERT_EQ(stage.reserve(key_of(3), 5, 100, {0, 0}), Reserved::kYes);
+  stage.fill(key_of(3), bytes_of(100, 9));
+  EXPECT_EQ(stage.take(key_of(3), 5, 95, got), Took::kAbsent);
+}
+
+TEST(PrefetchStageTest, AReadThatWentToThePfsTurnsTheNextReservationDownOnce) {
+  PrefetchStage stage(1000);
+  std::vector<std::byte> got(10);
+  EXPECT_EQ(stage.take(key_of(4), 5, 0, got), Took::kAbsent);  // read the PFS itself
+  EXPECT_EQ(stage.reserve(key_of(4), 5, 100, {0, 0}), Reserved::kRead);
+  EXPECT_EQ(stage.reserve(key_of(4), 5, 100, {0, 1}), Reserved::kYes);  // a later entry's
+  stage.fill(key_of(4), nullptr);  // its load failed: readers go to the PFS
+  EXPECT_TRUE(stage.empty());
+}
+
+TEST(PrefetchStageTest, TheCapacityBoundsWhatIsReserved) {
+  PrefetchStage stage(250);
+  EXPECT_EQ(stage.reserve(key_of(5), 1, 100, {0, 0}), Reserved::kYes);
+  EXPECT_EQ(stage.reserve(key_of(6), 1, 100, {0, 1}), Reserved::kYes);
+  EXPECT_FALSE(stage.full());
+  EXPECT_EQ(stage.reserve(key_of(7), 1, 100, {0, 2}), Reserved::kFull);
+  EXPECT_EQ(stage.reserve(key_of(7), 1, 50, {0, 2}), Reserved::kYes);
+  EXPECT_TRUE(stage.full());
+  stage.fill(key_of(5), bytes_of(100, 1));
+  stage.fill(key_of(6), bytes_of(100, 1));
+  stage.fill(key_of(7), bytes_of(50, 1));
+  const PrefetchStage::Dropped all = stage.drop_all();
+  EXPECT_EQ(all.chunks, 3U);
+  EXPECT_EQ(all.bytes, 250U);
+  EXPECT_TRUE(stage.empty());
+}
+
+TEST(PrefetchStageTest, ChunksTheReadsWentFarPastAreDroppedAsUnused) {
+  PrefetchStage stage(10000);
+  for (std::uint64_t e = 0; e < 4; ++e) {
+    ASSERT_EQ(stage.reserve(key_of(10 + e), 1, 100, {1, e * 10}), Reserved::kYes);
+    stage.fill(key_of(10 + e), bytes_of(100, 2));
+  }
+  std::vector<std::byte> some(10);
+  EXPECT_EQ(stage.take(key_of(10), 1, 0, some), Took::kTaken);  // partly read: used
+  // The reads are at entry 25 with a lag of 5: entries 0 and 10 are past, 20 and 30 are not.
+  PrefetchStage::Dropped d = stage.drop_passed(1, 25, 5);
+  EXPECT_EQ(d.chunks, 1U);
+  EXPECT_EQ(d.bytes, 100U);
+  EXPECT_EQ(stage.bytes(), 200U);
+  // A new schedule: the old one's chunks go once its reads are `lag` entries in.
+  d = stage.drop_passed(2, 3, 5);
+  EXPECT_EQ(d.chunks, 0U);
+  d = stage.drop_passed(2, 6, 5);
+  EXPECT_EQ(d.chunks, 2U);
+  EXPECT_TRUE(stage.empty());
+}
+
+TEST(PrefetchStageTest, AReadWaitsForTheLoadUnderWayAndGetsItsBytes) {
+  PrefetchStage stage(1 << 20);
+  constexpr int kChunks = 64;
+  for (int i = 0; i < kChunks; ++i) {
+    ASSERT_EQ(stage.reserve(key_of(100 + i), 1, 4096, {0, std::uint64_t(i)}), Reserved::kYes);
+  }
+  std::thread loader([&] {
+    for (int i = 0; i < kChunks; ++i) {
+      // Every third load fails: its reader is told to read the PFS.
+      stage.fill(key_of(100 + i),
+                 i % 3 == 2 ? nullptr : bytes_of(4096, static_cast<std::uint8_t>(i)));
+    }
+  });
+  int taken = 0;
+  int absent = 0;
+  for (int i = 0; i < kChunks; ++i) {
+    std::vector<std::byte> got(4096);
+    const Took t = stage.take(key_of(100 + i), 1, 0, got);
+    if (t == Took::kAbsent) {
+      ++absent;
+      EXPECT_EQ(i % 3, 2) << i;
+    } else {
+      ++taken;
+      EXPECT_TRUE(equals(got, 0, static_cast<std::uint8_t>(i))) << i;
+    }
+  }
+  loader.join();
+  EXPECT_EQ(taken, kChunks - kChunks / 3);
+  EXPECT_EQ(absent, kChunks / 3);
+  EXPECT_TRUE(stage.empty());
+}
+
+}  // namespace
+}  // namespace larder
