@@ -322,7 +322,10 @@ Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index
       break;
   }
   Located direct_read;
-  direct_read.cause = FallbackCause::kDirectory;
+  // The loader (this rank) had no room for it; otherwise the directory could not answer.
+  direct_read.cause = a.kind == Answer::Kind::kDirect && no_room_payload(a.payload)
+                          ? FallbackCause::kNoRoom
+                          : FallbackCause::kDirectory;
   return direct_read;
 }
 
@@ -365,7 +368,11 @@ Cache::Loaded Cache::load_chunk(const CachedFile& file, std::uint64_t index, std
     if (dst.size() != length || length == 0) return Loaded{};
   } else {
     auto place = tiers_.allocate(length);
-    if (!place.ok()) return Loaded{};  // no room: everyone reads the PFS
+    if (!place.ok()) {  // no room: everyone reads the PFS (the cause the read counts)
+      Loaded l;
+      l.answer.payload = direct_payload(FallbackCause::kNoRoom);
+      return l;
+    }
     Arena* arena = tiers_.get(place->tier);
     dst = std::span(arena->data() + place->offset, length);
     record.tier = place->tier;

@@ -742,10 +742,8 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
   // a chunk it let through can still find no place).
   for (std::size_t i = 0; stage && i < chunks.size(); ++i) {
     const Answer& a = chunks[i].answer;
-    if (a.kind != Answer::Kind::kDirect &&
-        (a.kind != Answer::Kind::kCached || !no_room_payload(a.payload))) {
-      continue;
-    }
+    const bool pfs = a.kind == Answer::Kind::kDirect || a.kind == Answer::Kind::kCached;
+    if (!pfs || !no_room_payload(a.payload)) continue;
     staged.push_back(chunks[i]);
     staged_at.push_back(chunks_at[i]);
   }

@@ -260,6 +260,9 @@ TEST_F(ScheduleTest, ReadsThatRaceASmallStageGetTheirBytesAndReadEachChunkOnce) 
   // or by its stage, never both): the dataset, and the large files' shared chunk once more.
   EXPECT_LE(u64(stats["pfs"]["bytes_read"]), 2 * (bytes + 2 * kChunk))
       << stats["pfs"].dump() << p.dump();
+  // A read whose own load found no room counts that cause (not "directory").
+  EXPECT_EQ(u64(stats["fallbacks"]), u64(stats["fallback_causes"]["no_room"]))
+      << stats["fallback_causes"].dump();
 }
 
 TEST_F(ScheduleTest, AWrongScheduleCostsAtMostWhatItFetchedAndTheJobEndsCleanly) {
