@@ -353,7 +353,10 @@ def plot(rows, sides, png):
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.axhline(1.1, color="red", linewidth=0.8, linestyle="--", label="1.1 × plain")
     ax.set_yscale("log")  # a cold miss forced through the cache is 20 x; the rest near 1
-    ax.set_yticks([0.5, 0.8, 1, 1.25, 1.5, 2, 3, 5, 10, 20])
+    ratios = [r[s] / r["plain"] for r in rows for s in shown]
+    # Bars start at the axis' bottom: below the smallest ratio, so that every bar shows.
+    ax.set_ylim(min([0.4] + [x * 0.7 for x in ratios if x > 0]), max([2.5] + ratios) * 1.3)
+    ax.set_yticks([0.1, 0.2, 0.3, 0.5, 0.8, 1, 1.25, 1.5, 2, 3, 5, 10, 20])
     ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, fontsize=7)
