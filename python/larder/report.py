@@ -522,12 +522,16 @@ def timeline_plot(series, buckets, bucket_ns):
     top.legend(loc="lower left", bbox_to_anchor=(0, 1), ncol=3)
     pfs_bytes = rate("pfs_bytes")
     prefetch = rate("prefetch_bytes")
-    divisor, unit = _size_scale(max(pfs_bytes + prefetch, default=0))
+    staged = rate("staged_bytes")  # absent from reports written before the stage: zeros
+    divisor, unit = _size_scale(max(pfs_bytes + prefetch + staged, default=0))
     bottom.plot(x, [v / divisor for v in pfs_bytes], color=COLOURS["pfs"],
                 label="PFS bytes/s (left)")
     if any(prefetch):  # told the order (larder_schedule): chunks made ready on their node ahead
         bottom.plot(x, [v / divisor for v in prefetch], color=COLOURS["prefetch"],
                     linestyle=":", label="made ready ahead by schedules, bytes/s (left)")
+    if any(staged):  # past the budget: read ahead into the ranks' stages
+        bottom.plot(x, [v / divisor for v in staged], color=COLOURS["prefetch"],
+                    linestyle="-.", label="read ahead into stages past the budget, bytes/s (left)")
     bottom.set_ylabel(f"PFS, {unit}/s")
     ops = bottom.twinx()
     ops.spines["right"].set_visible(True)

@@ -312,6 +312,7 @@ SeriesValues Stats::series() const noexcept {
                            get(Counter::pfs_stat_ops) + get(Counter::pfs_list_ops));
   set(Series::kept_bytes, get(Counter::kept_bytes_adopted));
   set(Series::prefetch_bytes, get(Counter::prefetch_bytes));
+  set(Series::staged_bytes, get(Counter::prefetch_staged_bytes));
   return v;
 }
 

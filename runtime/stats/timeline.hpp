@@ -31,7 +31,8 @@ namespace larder {
   X(pfs_bytes, "pfs_bytes")           \
   X(pfs_ops, "pfs_ops")               \
   X(kept_bytes, "kept_bytes")         \
-  X(prefetch_bytes, "prefetch_bytes")
+  X(prefetch_bytes, "prefetch_bytes") \
+  X(staged_bytes, "staged_bytes")
 
 enum class Series : int {
 #define LARDER_TIMELINE_ENUM(name, key) name,
