@@ -93,13 +93,16 @@ def import_websocket():
 
 
 def start_browser(browser, profile):
-    """Chromium with remote debugging on a free port, in its own process group."""
+    """Chromium with remote debugging on a free port, in its own process group. Its TMPDIR is
+    the profile directory: the singleton socket directories it makes there
+    (org.chromium.Chromium.*) go with the profile instead of staying in /tmp."""
+    env = dict(os.environ, TMPDIR=profile)
     return subprocess.Popen(
         [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--remote-debugging-port=0",
          f"--user-data-dir={profile}", "--no-first-run", "--disable-extensions",
          "--disable-background-networking", "about:blank"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True)
+        start_new_session=True, env=env)
 
 
 def devtools_url(proc, deadline):
