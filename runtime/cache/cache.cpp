@@ -204,8 +204,8 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
       return true;
     }
     stats_.fallback(file.path, cause, dst.size());
-    if (take_staged(file, piece.index, piece.offset_in_chunk,
-                    dst)) {  // read ahead, past the budget
+    // Read ahead past the budget (the stage): the PFS's bytes, taken before the read came.
+    if (take_staged(file, piece.index, piece.offset_in_chunk, dst)) {
       total += dst.size();
       return true;
     }
@@ -221,6 +221,26 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
   if (total > 0) read_ahead(file, offset, total, missed);
   if (!error.ok() && total == 0) return error;
   return total;
+}
+
+// Told the order, past the budget (cache_prefetch.cpp, PrefetchStage).
+bool Cache::take_staged(const CachedFile& file, std::uint64_t index, std::uint64_t offset_in_chunk,
+                        std::span<std::byte> into, bool first) {
+  if (stage_ == nullptr || file.local_only || !scheduled_.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  if (first && stage_->empty()) return false;  // most reads
+  const auto start = std::chrono::steady_clock::now();
+  const PrefetchStage::Took took =
+      stage_->take(chunk_key(file.id, index), file.version, offset_in_chunk, into, !first);
+  if (took == PrefetchStage::Took::kAbsent) return false;
+  stats_.add(Counter::prefetch_staged_reads);
+  if (took == PrefetchStage::Took::kWaited) {
+    stats_.add(Counter::prefetch_waited);
+    stats_.add(Counter::prefetch_wait_ns, ns_since(start));
+  }
+  pump_prefetch();  // room in the stage for the batches ahead
+  return true;
 }
 
 Counter Cache::served_from(const Located& located) const noexcept {

@@ -7,7 +7,6 @@
 // copied once to each node that schedules it; a read that comes while its chunk is being
 // prefetched waits for that load, as for any claimed entry.
 #include <algorithm>
-#include <chrono>
 #include <utility>
 
 #include "runtime/cache/cache.hpp"
@@ -142,28 +141,6 @@ void Cache::run_prefetch(std::uint64_t generation, std::uint64_t first,
     if (covered > 0) plan_entry_bytes_ = std::max<std::uint64_t>(1, covered / batch.size());
   }
   pump_prefetch();
-}
-
-bool Cache::take_staged(const CachedFile& file, std::uint64_t index, std::uint64_t offset_in_chunk,
-                        std::span<std::byte> into, bool first) {
-  if (stage_ == nullptr || file.local_only || !scheduled_.load(std::memory_order_relaxed)) {
-    return false;
-  }
-  if (first && stage_->empty()) return false;  // most reads
-  const auto start = std::chrono::steady_clock::now();
-  const PrefetchStage::Took took =
-      stage_->take(chunk_key(file.id, index), file.version, offset_in_chunk, into, !first);
-  if (took == PrefetchStage::Took::kAbsent) return false;
-  stats_.add(Counter::prefetch_staged_reads);
-  if (took == PrefetchStage::Took::kWaited) {
-    stats_.add(Counter::prefetch_waited);
-    stats_.add(Counter::prefetch_wait_ns,
-               static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                              std::chrono::steady_clock::now() - start)
-                                              .count()));
-  }
-  pump_prefetch();  // room in the stage for the batches ahead
-  return true;
 }
 
 bool Cache::prefetching(const Key& key) {
