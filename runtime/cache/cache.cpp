@@ -291,6 +291,18 @@ std::optional<ChunkRecord> Cache::known_place(const CachedFile& file, std::uint6
   return record;
 }
 
+Cache::Answer Cache::loaded_answer(const Key& key, Loaded loaded) {
+  if (loaded.local) {  // the directory has the keeper's copy; this node uses its own
+    loaded.answer.payload = *loaded.local;
+    loaded.answer.copied = true;
+  } else {
+    loaded.answer.fresh = true;
+  }
+  memo_put(key, loaded.answer.payload);
+  loaded.answer.kind = Answer::Kind::kCached;
+  return loaded.answer;
+}
+
 Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index,
                                      const ChunkRecord* into, bool ahead) {
   const Key key = chunk_key(file.id, index);

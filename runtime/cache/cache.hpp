@@ -265,6 +265,12 @@ class Cache {
                  const Payload* failed_as = nullptr);
   // The job's answer for a key this rank resolves for its node: through its node group's entry
   // when the job has node groups (LARDER_GROUP), else straight from the key's home.
+  // The claimer's answer in a job of one node (below): loaded without the directory.
+  template <class Load>
+  Answer resolve_on_node(const Key& key, Load&& load);
+  // What the claimer of `key` that loaded it (and published it, `loaded.publish`) answers, now
+  // in its memo: the node's own copy when the load made one (`loaded.local`).
+  Answer loaded_answer(const Key& key, Loaded loaded);
   template <class Load, class Localize>
   Answer resolve_in_group(const Key& key, unsigned flags, Load&& load, Localize&& localize,
                           const Payload* failed_as);
@@ -470,6 +476,8 @@ class Cache {
   Answer resolve_produced(const Key& key, const std::string& path);
   void publish_produced_chunks(const FileId& file, std::uint64_t size, std::uint64_t version,
                                const Segments::Made& seg);
+  // `payload` as the node table's answer for `key`, unless the table has one (or no room).
+  void publish_on_node(const Key& key, const Payload& payload);
   void produced_node_file(const CachedFile& file, const Segments::Made& seg);
   // The name of `file`'s node file in this node's files directory (empty: none).
   std::string node_file_name(const CachedFile& file) const;
@@ -494,6 +502,7 @@ class Cache {
   // Node groups (LARDER_GROUP; docs/protocol.md, "Node groups"): the group entry of `key`, homed
   // on a rank of this node's group; false when the job has no groups.
   bool grouped() const noexcept { return group_size_ > 0; }
+  bool one_node() const noexcept { return nodes_ == 1 && !grouped(); }
   Key group_entry(const Key& key) const noexcept;
   // The payload a group's representative publishes for its group: its node's answer, and for
   // a chunk (`chunk`: looked up with a ticket) its place at the root of the group's tree.

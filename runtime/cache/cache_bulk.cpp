@@ -244,17 +244,36 @@ void Cache::resolve_bulk_in_group(std::vector<BulkItem>& items, unsigned flags, 
 template <class Load, class LocalizeAll>
 void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, Load&& load,
                                  LocalizeAll&& localize_all, const Payload* failed_as) {
-  std::vector<Lookup> lookups;
-  lookups.reserve(items.size());
-  for (const BulkItem& it : items) lookups.push_back(Lookup{it.key, flags});
   std::vector<Result<Claim>> claims(items.size(), Status(Errc::kInternal, 0, ""));
+  // In a job of one node, what this rank claimed in the node table is its own to load: the
+  // directory is not asked (resolve_on_node, cache_resolve.hpp).
+  std::vector<bool> on_node_only(items.size(), false);
   if (!closing()) {
-    directory_.acquire_many(lookups, claims);
-    count_directory_ops(items.size());
+    std::vector<Lookup> lookups;
+    std::vector<std::size_t> asked;
+    lookups.reserve(items.size());
+    asked.reserve(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (one_node() && items[i].node_claimed) {
+        Claim own;
+        own.outcome = Claim::Outcome::kClaimed;
+        own.claimer = topology_.rank;
+        claims[i] = own;
+        on_node_only[i] = true;
+      } else {
+        lookups.push_back(Lookup{items[i].key, flags});
+        asked.push_back(i);
+      }
+    }
+    if (!asked.empty()) {
+      std::vector<Result<Claim>> answers(asked.size(), Status(Errc::kInternal, 0, ""));
+      directory_.acquire_many(lookups, answers);
+      count_directory_ops(asked.size());
+      for (std::size_t k = 0; k < asked.size(); ++k) claims[asked[k]] = std::move(answers[k]);
+    }
   }
   // The claimed ones: loaded here, several at a time (load_all), then published together.
   std::vector<Directory::Final> finals;
-  std::vector<std::size_t> finals_of;
   std::vector<std::size_t> ready;
   std::vector<std::size_t> loading;
   std::vector<std::size_t> claimed;
@@ -294,8 +313,8 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
   for (std::size_t k = 0; k < claimed.size(); ++k) {
     BulkItem& it = items[claimed[k]];
     Loaded& l = loaded[k];
-    finals.push_back(Directory::Final{it.key, l.answer.payload, l.publish});
-    finals_of.push_back(claimed[k]);
+    if (!on_node_only[claimed[k]])
+      finals.push_back(Directory::Final{it.key, l.answer.payload, l.publish});
     it.answer = std::move(l.answer);
     if (l.publish) {
       it.answer.kind = Answer::Kind::kCached;

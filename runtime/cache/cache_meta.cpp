@@ -200,11 +200,17 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
   const bool both = nc.outcome == NodeTable::Found::Outcome::kClaimed;
   const Lookup lookups[2] = {{pkey, kClaimIt}, {ckey, kClaimIt | kTicket}};
   Result<Claim> claims[2] = {Status(Errc::kInternal, 0, ""), Status(Errc::kInternal, 0, "")};
-  directory_.acquire_many(std::span(lookups, both ? 2 : 1), std::span(claims, both ? 2 : 1));
-  count_directory_ops(both ? 2 : 1);
-  Answer a = finish_claim(
-      pkey, claims[0], [&](std::uint64_t) { return load_path(path, false); },
-      [](const Payload& p, const Tree&) { return as_is(p); }, nullptr, nodes_);
+  // In a job of one node the node table's claims are the job's (resolve_on_node).
+  const bool alone = one_node();
+  if (!alone) {
+    directory_.acquire_many(std::span(lookups, both ? 2 : 1), std::span(claims, both ? 2 : 1));
+    count_directory_ops(both ? 2 : 1);
+  }
+  auto load_meta = [&](std::uint64_t) { return load_path(path, false); };
+  Answer a = alone ? resolve_on_node(pkey, load_meta)
+                   : finish_claim(
+                         pkey, claims[0], load_meta,
+                         [](const Payload& p, const Tree&) { return as_is(p); }, nullptr, nodes_);
   if (a.kind == Answer::Kind::kCached) {
     node_->publish(np.slot, a.payload);
     note_path(pkey, path, false);
@@ -217,7 +223,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
                       rec.meta.size > 0 && rec.file == guess;
     if (!file) {
       // Not the file the guess named (a symlink, a directory, a missing path): let it go.
-      if (claims[1].ok() && claims[1]->outcome == Claim::Outcome::kClaimed) {
+      if (!alone && claims[1].ok() && claims[1]->outcome == Claim::Outcome::kClaimed) {
         (void)directory_.abandon(ckey);
       }
       node_->fail(nc.slot);
@@ -225,12 +231,14 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
       const CachedFile f = CachedFile::of(path, rec);
       const ChunkContext context(f, 0);
       const Payload read_pfs = direct_payload(FallbackCause::kNoRoom);
-      const Answer c = finish_claim(
-          ckey, claims[1], [&](std::uint64_t ticket) { return load_chunk(f, 0, ticket, true); },
-          [&](const Payload& p, const Tree& tree) {
-            return localize_chunk(ckey, p, tree, nullptr, &f, 0);
-          },
-          &read_pfs, nodes_);
+      auto load_first = [&](std::uint64_t ticket) { return load_chunk(f, 0, ticket, true); };
+      const Answer c = alone ? resolve_on_node(ckey, load_first)
+                             : finish_claim(
+                                   ckey, claims[1], load_first,
+                                   [&](const Payload& p, const Tree& tree) {
+                                     return localize_chunk(ckey, p, tree, nullptr, &f, 0);
+                                   },
+                                   &read_pfs, nodes_);
       if (c.kind == Answer::Kind::kCached) {
         node_->publish(nc.slot, c.payload);
       } else {

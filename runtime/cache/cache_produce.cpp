@@ -223,6 +223,7 @@ void Cache::publish_produced_chunks(const FileId& file, std::uint64_t size, std:
         hash_of(std::span<const std::byte>(seg.file->data() + record.offset, record.length));
     finals.push_back(Directory::Final{lookups[i].key, pack(record), true, false});
     memo_put(lookups[i].key, pack(record));
+    publish_on_node(lookups[i].key, pack(record));
     record_placed(lookups[i].key, record,
                   KeptRecord::kOrigin);  // kept for later steps (LARDER_KEEP)
   }
@@ -231,6 +232,14 @@ void Cache::publish_produced_chunks(const FileId& file, std::uint64_t size, std:
   directory_.finish_many(finals, out);
   stats_.add(Counter::cached_chunks, finals.size());
   stats_.add(Counter::cached_bytes, size);
+}
+
+void Cache::publish_on_node(const Key& key, const Payload& payload) {
+  // The node's ranks and workers find the producer's chunks in their node table; in a job of one
+  // node they look nowhere else (resolve_on_node, cache_resolve.hpp).
+  if (node_ == nullptr || closing()) return;
+  const NodeTable::Found found = node_->acquire(key, std::chrono::milliseconds(0));
+  if (found.outcome == NodeTable::Found::Outcome::kClaimed) node_->publish(found.slot, payload);
 }
 
 void Cache::produced_node_file(const CachedFile& file, const Segments::Made& seg) {

@@ -55,15 +55,7 @@ Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& lo
       } else if (Status s = directory_.publish(key, loaded.answer.payload); !s.ok()) {
         LARDER_LOG_LIMITED(kWarn, "cannot publish an entry: {}", s.to_string());
       }
-      if (loaded.local) {  // the directory has the keeper's copy; this node uses its own
-        loaded.answer.payload = *loaded.local;
-        loaded.answer.copied = true;
-      } else {
-        loaded.answer.fresh = true;
-      }
-      memo_put(key, loaded.answer.payload);
-      loaded.answer.kind = Answer::Kind::kCached;
-      return loaded.answer;
+      return loaded_answer(key, std::move(loaded));
     }
     case Claim::Outcome::kFailed:
       if (failed_as != nullptr) {
@@ -141,6 +133,18 @@ Cache::Answer Cache::resolve_global(const Key& key, unsigned flags, Load&& load,
   return resolve_at_home(key, flags, load, localize, failed_as);
 }
 
+template <class Load>
+Cache::Answer Cache::resolve_on_node(const Key& key, Load&& load) {
+  // The job's only node, and this rank claimed the key in its table: every rank of the job asks
+  // that table first, so no other rank can be loading it, and the directory would only echo the
+  // claim (a round trip to the key's home, often another rank's progress thread, twice).
+  Loaded loaded = load(0);  // the root of a fan-out tree that has no other node
+  if (!loaded.publish) return loaded.answer;
+  Answer a = loaded_answer(key, std::move(loaded));
+  a.global = true;
+  return a;
+}
+
 template <class Load, class Localize>
 Cache::Answer Cache::resolve(const Key& key, unsigned flags, Load&& load, Localize&& localize,
                              const Payload* failed_as) {
@@ -155,7 +159,8 @@ Cache::Answer Cache::resolve(const Key& key, unsigned flags, Load&& load, Locali
         memo_put(key, found.payload);
         return Answer{Answer::Kind::kCached, found.payload};
       case NodeTable::Found::Outcome::kClaimed: {
-        Answer a = resolve_global(key, flags, load, localize, failed_as);
+        Answer a = one_node() ? resolve_on_node(key, load)
+                              : resolve_global(key, flags, load, localize, failed_as);
         if (a.kind == Answer::Kind::kCached) {
           node_->publish(found.slot, a.payload);
         } else {

@@ -234,6 +234,7 @@ TEST_F(CollectiveCacheTest, ABusyOwnerDoesNotStallOthers) {
 // A shard far too small for the job: the keys its windows cannot hold go to their homes'
 // overflow tables, and every chunk is still read from the PFS once, with no fallback.
 TEST_F(CollectiveCacheTest, ASmallDirectoryShardGrowsIntoTheOverflow) {
+  set_env("LARDER_NODE_SIZE", "1");  // every rank its own node: a job of one asks no directory
   set_env("LARDER_DIR_SLOTS", "64");
   chunk_size = 64 << 10;                          // many keys: 64 slots a rank hold a few of them
   make_file("many", 2000 * chunk_size / 10, 9);   // 200 chunks
@@ -254,6 +255,7 @@ TEST_F(CollectiveCacheTest, ASmallDirectoryShardGrowsIntoTheOverflow) {
 // fit is read around the cache, each piece once per reader (the constant cost of a refusal is
 // counted in sharded_directory_test).
 TEST_F(CollectiveCacheTest, AFullDirectoryDegradesToDirectReads) {
+  set_env("LARDER_NODE_SIZE", "1");  // every rank its own node: a job of one asks no directory
   set_env("LARDER_DIR_SLOTS", "64");
   set_env("LARDER_DIR_ENTRIES", "64");
   chunk_size = 64 << 10;

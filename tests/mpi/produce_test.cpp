@@ -107,6 +107,34 @@ TEST_F(ProduceTest, ReadersOnOtherNodesWaitAndGetTheProducersBytes) {
   EXPECT_LE(stats["skew"]["directory_ops_received"]["max"].get<int>(), 20 * size());
 }
 
+TEST_F(ProduceTest, ReadersOnTheProducersNodeInAJobOfOneNodeGetItsBytes) {
+  // One node: its ranks find chunks in the node table only (the directory is not asked for what
+  // the table claims), so the producer publishes its chunks there too. The file is on no PFS
+  // (local mode): a reader that missed them would read the empty name and fail.
+  set_env("LARDER_NODE_SIZE", std::to_string(size()));
+  make_file("../reference", 3 * chunk_size + 777, 37);
+  const std::vector<std::byte> want = read_whole(data("../reference"));
+  init();
+  barrier();
+  if (rank() == 0) {
+    const int fd = produce_open("here.bin", want);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(larder_close(fd), 0);  // published
+  } else {
+    EXPECT_EQ(read_through_larder(out_ + "/here.bin"), want);
+  }
+  EXPECT_EQ(read_through_larder(out_ + "/here.bin"), want);
+  const auto stats = finalize();
+  EXPECT_EQ(stats["produce"]["files"], 1);
+  EXPECT_EQ(stats["pfs"]["read_ops"], 0);
+  EXPECT_EQ(stats["fallbacks"], 0);
+  EXPECT_EQ(stats["transport"]["bytes"], 0);
+  // Found on the node at once: no reader asked the PFS for it (4 opens before the producer
+  // published its chunks in the node table) or asked the directory again after a failure.
+  EXPECT_EQ(stats["pfs"]["open_ops"], 0);
+  EXPECT_EQ(stats["directory"]["retries"], 0);
+}
+
 TEST_F(ProduceTest, NobodyProducingMeansTheFileSystemsAnswerAfterTheTimeout) {
   set_env("LARDER_TIMEOUT", "1");
   init();

@@ -28,8 +28,10 @@ class CacheHarness {
  public:
   // Read-ahead (LARDER_READAHEAD) is off unless a test asks for it: its loads run on threads of
   // their own, so the counts of misses of a test that reads in order would depend on timing.
+  // `nodes`: how many nodes the job has (this rank is on the first); with one, the node table's
+  // claims are the job's and the directory is not asked for them.
   explicit CacheHarness(std::uint64_t mem_budget = 64 << 20, std::size_t dir_capacity = 1 << 16,
-                        bool with_node_table = false, std::uint32_t readahead = 0)
+                        bool with_node_table = false, std::uint32_t readahead = 0, int nodes = 1)
       : pfs(stats), directory(dir_capacity) {
     config.chunk_size = kChunk;
     config.readahead = readahead;
@@ -45,7 +47,9 @@ class CacheHarness {
     parts.tiers = &tiers;
     parts.clock = [this] { return now; };  // moved by the tests, never by time passing
     parts.node_files_dir = arenas.path();
-    if (with_node_table) {  // the node's table, shared with the node's other (imagined) ranks
+    parts.topology.size = nodes;  // one rank a node
+    // The node's table, shared with the node's other (imagined) ranks.
+    if (with_node_table) {
       auto table = NodeTable::create(arenas / "node-table", 1024, 1024);
       if (!table.ok()) throw std::runtime_error(table.status().to_string());
       node = std::move(*table);
@@ -197,7 +201,7 @@ TEST(CacheTest, MetadataIsLookedUpOncePerPathIncludingMissingOnes) {
 }
 
 TEST(CacheTest, AskingAgainAfterTheNodesResolverFailedIsCountedAsARetry) {
-  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true);
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true, 0, /*nodes=*/2);
   const std::string first = h.make_file("first", 10);
   const std::string second = h.make_file("second", 10);
   // Another rank of the node claimed the first path's entry and failed it.
@@ -215,6 +219,46 @@ TEST(CacheTest, AskingAgainAfterTheNodesResolverFailedIsCountedAsARetry) {
   EXPECT_EQ(r->meta.size, 10u);
   EXPECT_EQ(h.count(Counter::directory_ops), 2u);
   EXPECT_EQ(h.count(Counter::directory_retries), 1u);
+}
+
+TEST(CacheTest, AJobOfOneNodeResolvesWhatItsNodeTableClaimedWithoutTheDirectory) {
+  // One node: every rank asks the node table first, so what this rank claimed there nobody else
+  // loads; the directory would only echo the claim.
+  CacheHarness h(64 << 20, 1 << 16, /*with_node_table=*/true);
+  const std::string p = h.make_file("data.bin", 3 * kChunk + 5, 4);
+  const CachedFile f = h.open(p);
+  EXPECT_EQ(h.read(f, 0, f.size), testing::read_whole(p));
+  EXPECT_EQ(h.count(Counter::directory_ops), 0u);
+  EXPECT_EQ(h.count(Counter::misses) + h.count(Counter::prefetches), 4u);
+  EXPECT_EQ(h.count(Counter::pfs_read_ops), 4u);
+  // The node's other ranks find the answers in the table: a second cache over it (another rank
+  // of the node) reads no byte from the PFS and asks the directory nothing.
+  CacheParts parts;
+  Stats stats2;
+  LocalDirectory directory2(1 << 16);
+  testing::FaultyFileSystem pfs2(stats2);
+  LocalTiers tiers2;
+  parts.config = &h.config;
+  parts.stats = &stats2;
+  parts.pfs = &pfs2;
+  parts.directory = &directory2;
+  parts.tiers = &tiers2;
+  parts.clock = [&h] { return h.now; };
+  parts.node_files_dir = h.arenas.path();
+  parts.node = h.node.get();
+  parts.topology.rank = 0;
+  Cache other(std::move(parts));
+  auto record = other.lookup(p);
+  ASSERT_TRUE(record.ok());
+  EXPECT_EQ(stats2.snapshot().get(Counter::directory_ops), 0u);
+  EXPECT_EQ(stats2.snapshot().get(Counter::pfs_stat_ops), 0u);
+
+  // The same job on two nodes asks the directory for each key its node table claimed.
+  CacheHarness two(64 << 20, 1 << 16, /*with_node_table=*/true, 0, /*nodes=*/2);
+  const std::string q = two.make_file("data.bin", 3 * kChunk + 5, 4);
+  const CachedFile g = two.open(q);
+  EXPECT_EQ(two.read(g, 0, g.size), testing::read_whole(q));
+  EXPECT_GE(two.count(Counter::directory_ops), 4u);
 }
 
 TEST(CacheTest, AFileChangedInPlaceIsReadFromTheFileSystemOnceItsAnswerIsRevalidated) {
