@@ -263,14 +263,14 @@ class Cache {
   template <class Load, class Localize>
   Answer resolve(const Key& key, unsigned flags, Load&& load, Localize&& localize,
                  const Payload* failed_as = nullptr);
-  // The job's answer for a key this rank resolves for its node: through its node group's entry
-  // when the job has node groups (LARDER_GROUP), else straight from the key's home.
-  // The claimer's answer in a job of one node (below): loaded without the directory.
+  // The claimer's answer in a job of one node (one_node()): loaded without the directory.
   template <class Load>
   Answer resolve_on_node(const Key& key, Load&& load);
   // What the claimer of `key` that loaded it (and published it, `loaded.publish`) answers, now
   // in its memo: the node's own copy when the load made one (`loaded.local`).
   Answer loaded_answer(const Key& key, Loaded loaded);
+  // The job's answer for a key this rank resolves for its node: through its node group's entry
+  // when the job has node groups (LARDER_GROUP), else straight from the key's home.
   template <class Load, class Localize>
   Answer resolve_in_group(const Key& key, unsigned flags, Load&& load, Localize&& localize,
                           const Payload* failed_as);

@@ -247,19 +247,18 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
   std::vector<Result<Claim>> claims(items.size(), Status(Errc::kInternal, 0, ""));
   // In a job of one node, what this rank claimed in the node table is its own to load: the
   // directory is not asked (resolve_on_node, cache_resolve.hpp).
-  std::vector<bool> on_node_only(items.size(), false);
+  const bool alone = one_node();
   if (!closing()) {
     std::vector<Lookup> lookups;
     std::vector<std::size_t> asked;
     lookups.reserve(items.size());
     asked.reserve(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
-      if (one_node() && items[i].node_claimed) {
+      if (alone && items[i].node_claimed) {
         Claim own;
         own.outcome = Claim::Outcome::kClaimed;
         own.claimer = topology_.rank;
         claims[i] = own;
-        on_node_only[i] = true;
       } else {
         lookups.push_back(Lookup{items[i].key, flags});
         asked.push_back(i);
@@ -313,7 +312,7 @@ void Cache::resolve_bulk_at_home(std::vector<BulkItem>& items, unsigned flags, L
   for (std::size_t k = 0; k < claimed.size(); ++k) {
     BulkItem& it = items[claimed[k]];
     Loaded& l = loaded[k];
-    if (!on_node_only[claimed[k]])
+    if (!(alone && it.node_claimed))
       finals.push_back(Directory::Final{it.key, l.answer.payload, l.publish});
     it.answer = std::move(l.answer);
     if (l.publish) {
