@@ -303,6 +303,16 @@ Cache::Answer Cache::loaded_answer(const Key& key, Loaded loaded) {
   return loaded.answer;
 }
 
+void Cache::end_node_claim(std::uint32_t slot, const Answer& a, const Payload* failed_as) {
+  if (a.kind == Answer::Kind::kCached) {
+    node_->publish(slot, a.payload);
+  } else if (failed_as != nullptr) {
+    node_->publish(slot, *failed_as);
+  } else {
+    node_->fail(slot);  // the node's other ranks resolve it themselves
+  }
+}
+
 Result<Cache::Located> Cache::locate(const CachedFile& file, std::uint64_t index,
                                      const ChunkRecord* into, bool ahead) {
   const Key key = chunk_key(file.id, index);

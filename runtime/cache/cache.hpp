@@ -269,6 +269,11 @@ class Cache {
   // What the claimer of `key` that loaded it (and published it, `loaded.publish`) answers, now
   // in its memo: the node's own copy when the load made one (`loaded.local`).
   Answer loaded_answer(const Key& key, Loaded loaded);
+  // Ends this rank's claim of node-table `slot` with answer `a`: published when cached; else,
+  // after this rank's own load in a job of one node (`failed_as` given), the node's ranks get
+  // `failed_as` (read the PFS), as a FAILED directory entry gives it them on several nodes;
+  // else the entry fails and each of them resolves the key itself.
+  void end_node_claim(std::uint32_t slot, const Answer& a, const Payload* failed_as);
   // The job's answer for a key this rank resolves for its node: through its node group's entry
   // when the job has node groups (LARDER_GROUP), else straight from the key's home.
   template <class Load, class Localize>

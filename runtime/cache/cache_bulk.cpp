@@ -141,11 +141,10 @@ void Cache::resolve_bulk(std::vector<BulkItem>& items, unsigned flags, Load&& lo
     }
     if (cached) memo_put(it.key, it.answer.payload);
     if (!it.node_claimed || it.node_published) continue;
-    if (cached) {
-      node_->publish(it.slot, it.answer.payload);
-    } else {
-      node_->fail(it.slot);  // the node's ranks resolve it themselves
-    }
+    // This rank's own load in a job of one node (resolve_bulk_at_home) that kept nothing.
+    const bool own_load =
+        one_node() && it.claim.ok() && it.claim->outcome == Claim::Outcome::kClaimed;
+    end_node_claim(it.slot, it.answer, own_load ? failed_as : nullptr);
   }
 }
 

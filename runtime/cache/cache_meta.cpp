@@ -239,11 +239,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
                                      return localize_chunk(ckey, p, tree, nullptr, &f, 0);
                                    },
                                    &read_pfs, nodes_);
-      if (c.kind == Answer::Kind::kCached) {
-        node_->publish(nc.slot, c.payload);
-      } else {
-        node_->fail(nc.slot);
-      }
+      end_node_claim(nc.slot, c, alone ? &read_pfs : nullptr);
     }
   }
   if (a.kind == Answer::Kind::kCached || a.kind == Answer::Kind::kTransient) {

@@ -159,13 +159,10 @@ Cache::Answer Cache::resolve(const Key& key, unsigned flags, Load&& load, Locali
         memo_put(key, found.payload);
         return Answer{Answer::Kind::kCached, found.payload};
       case NodeTable::Found::Outcome::kClaimed: {
-        Answer a = one_node() ? resolve_on_node(key, load)
-                              : resolve_global(key, flags, load, localize, failed_as);
-        if (a.kind == Answer::Kind::kCached) {
-          node_->publish(found.slot, a.payload);
-        } else {
-          node_->fail(found.slot);  // the node's other ranks resolve it themselves
-        }
+        const bool alone = one_node();
+        Answer a = alone ? resolve_on_node(key, load)
+                         : resolve_global(key, flags, load, localize, failed_as);
+        end_node_claim(found.slot, a, alone ? failed_as : nullptr);
         return a;
       }
       case NodeTable::Found::Outcome::kTimeout:

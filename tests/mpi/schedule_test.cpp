@@ -164,6 +164,69 @@ TEST_F(ScheduleTest, ScheduledReadsFindTheirChunksReadyAndThePfsIsReadOnce) {
   EXPECT_EQ(u64(stats["prefetch"]["unused_bytes"]), 0U) << stats["prefetch"].dump();
 }
 
+// A job of one node: the rank that claims a scheduled chunk in the node table loads and
+// publishes it there only (Cache::resolve_on_node, from the bulk path); the directory is never
+// asked. Epoch 1's reads come straight after its schedule: they find epoch 0's chunks.
+TEST_F(ScheduleTest, AJobOfOneNodeMakesItsScheduleReadyWithoutTheDirectory) {
+  if (size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  set_env("LARDER_NODE_SIZE", "4");
+  const std::uint64_t bytes = make_dataset();
+  init();
+  schedule(reads_of(rank(), 0));
+  settle();
+  barrier();
+  read(reads_of(rank(), 0), "one node, epoch 0");
+  barrier();
+  // Each rank reads files other ranks of the node scheduled.
+  schedule(reads_of(rank(), 1));
+  read(reads_of(rank(), 1), "one node, epoch 1");
+  barrier();
+  const auto stats = finalize();
+  if (rank() == 0 && std::getenv("LARDER_TEST_SHOW") != nullptr) {
+    std::printf("%s\n%s\n", stats.dump().c_str(), stats["prefetch"].dump().c_str());
+  }
+  const auto& p = stats["prefetch"];
+  EXPECT_EQ(u64(stats["directory"]["ops"]), 0U) << stats["directory"].dump();
+  // Every chunk was loaded ahead of its read, from the PFS once.
+  EXPECT_EQ(u64(stats["misses"]), 0U) << stats.dump();
+  EXPECT_EQ(u64(stats["pfs"]["bytes_read"]), bytes) << stats["pfs"].dump();
+  EXPECT_EQ(u64(p["loaded_bytes"]), bytes) << p.dump();
+  EXPECT_EQ(u64(stats["fallbacks"]), 0U) << stats["fallback_causes"].dump();
+  EXPECT_EQ(u64(stats["hits"]["remote"]), 0U) << stats["hits"].dump();
+  EXPECT_EQ(u64(p["skipped"]), 0U) << p.dump();
+  EXPECT_EQ(u64(p["waited"]), 0U) << p.dump();
+  // ... and found it made ready on the node, in both epochs.
+  std::uint64_t reads = 0;
+  for (int r = 0; r < 4; ++r) reads += reads_of(r, 0).size() + reads_of(r, 1).size();
+  EXPECT_GE(u64(p["ready"]), reads) << p.dump();
+  EXPECT_EQ(u64(p["unused_bytes"]), 0U) << p.dump();
+}
+
+// The same job past its budget, its reads racing a small stage: bytes right, each chunk from
+// the PFS at most once per reading rank and pass, still without the directory.
+TEST_F(ScheduleTest, AJobOfOneNodePastItsBudgetRacesItsStageWithoutTheDirectory) {
+  if (size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  set_env("LARDER_NODE_SIZE", "4");
+  set_env("LARDER_MEM", "256K");
+  set_env("LARDER_PREFETCH_STAGE", "96K");
+  const std::uint64_t bytes = make_dataset();
+  init();
+  for (int pass = 0; pass < 2; ++pass) {
+    schedule(reads_of(rank(), pass), pass == 0 ? 0 : LARDER_SCHEDULE_APPEND);
+    read(reads_of(rank(), pass), "one node, racing the stage");
+  }
+  barrier();
+  const auto stats = finalize();
+  if (rank() == 0 && std::getenv("LARDER_TEST_SHOW") != nullptr) {
+    std::printf("%s\n%s\n", stats.dump().c_str(), stats["prefetch"].dump().c_str());
+  }
+  EXPECT_EQ(u64(stats["directory"]["ops"]), 0U) << stats["directory"].dump();
+  EXPECT_LE(u64(stats["pfs"]["bytes_read"]), 2 * (bytes + 2 * kChunk))
+      << stats["pfs"].dump() << stats["prefetch"].dump();
+  EXPECT_EQ(u64(stats["fallbacks"]), u64(stats["fallback_causes"]["no_room"]))
+      << stats["fallback_causes"].dump();
+}
+
 TEST_F(ScheduleTest, ChunksMadeReadyThatNoReadOfTheNodeUsedAreCountedUnused) {
   if (size() != 4) GTEST_SKIP() << "needs 4 ranks on 2 nodes";
   make_dataset();

@@ -100,6 +100,30 @@ class CacheHarness {
   std::unique_ptr<Cache> cache;
 };
 
+// Another rank of a CacheHarness's node: its own stats, file system, directory (which knows
+// nothing) and no memory of its own, over the harness's node table.
+struct NodePeer {
+  explicit NodePeer(CacheHarness& h) : pfs(stats), directory(1 << 16) {
+    CacheParts parts;
+    parts.config = &h.config;
+    parts.stats = &stats;
+    parts.pfs = &pfs;
+    parts.directory = &directory;
+    parts.tiers = &tiers;
+    parts.clock = [&h] { return h.now; };
+    parts.node_files_dir = h.arenas.path();
+    parts.node = h.node.get();
+    cache = std::make_unique<Cache>(std::move(parts));
+  }
+  std::uint64_t count(Counter c) const { return stats.snapshot().get(c); }
+
+  Stats stats;
+  testing::FaultyFileSystem pfs;
+  LocalDirectory directory;
+  LocalTiers tiers;
+  std::unique_ptr<Cache> cache;
+};
+
 TEST(CacheTest, ReadsMatchDirectPreadAtRandomOffsetsAndLengths) {
   CacheHarness h;
   std::mt19937_64 rng(7);
@@ -233,25 +257,11 @@ TEST(CacheTest, AJobOfOneNodeResolvesWhatItsNodeTableClaimedWithoutTheDirectory)
   EXPECT_EQ(h.count(Counter::pfs_read_ops), 4u);
   // The node's other ranks find the answers in the table: a second cache over it (another rank
   // of the node) reads no byte from the PFS and asks the directory nothing.
-  CacheParts parts;
-  Stats stats2;
-  LocalDirectory directory2(1 << 16);
-  testing::FaultyFileSystem pfs2(stats2);
-  LocalTiers tiers2;
-  parts.config = &h.config;
-  parts.stats = &stats2;
-  parts.pfs = &pfs2;
-  parts.directory = &directory2;
-  parts.tiers = &tiers2;
-  parts.clock = [&h] { return h.now; };
-  parts.node_files_dir = h.arenas.path();
-  parts.node = h.node.get();
-  parts.topology.rank = 0;
-  Cache other(std::move(parts));
-  auto record = other.lookup(p);
+  NodePeer other(h);
+  auto record = other.cache->lookup(p);
   ASSERT_TRUE(record.ok());
-  EXPECT_EQ(stats2.snapshot().get(Counter::directory_ops), 0u);
-  EXPECT_EQ(stats2.snapshot().get(Counter::pfs_stat_ops), 0u);
+  EXPECT_EQ(other.count(Counter::directory_ops), 0u);
+  EXPECT_EQ(other.count(Counter::pfs_stat_ops), 0u);
 
   // The same job on two nodes asks the directory for each key its node table claimed.
   CacheHarness two(64 << 20, 1 << 16, /*with_node_table=*/true, 0, /*nodes=*/2);
@@ -259,6 +269,30 @@ TEST(CacheTest, AJobOfOneNodeResolvesWhatItsNodeTableClaimedWithoutTheDirectory)
   const CachedFile g = two.open(q);
   EXPECT_EQ(two.read(g, 0, g.size), testing::read_whole(q));
   EXPECT_GE(two.count(Counter::directory_ops), 4u);
+}
+
+TEST(CacheTest, AJobOfOneNodeTellsItsRanksToReadTheFileSystemForWhatItsClaimerCouldNotKeep) {
+  // One chunk of memory: the claimer keeps chunk 0 and has no room for chunks 1 to 3. On
+  // several nodes the directory's FAILED entry tells the other ranks to read the PFS; on one the
+  // node table does, and nobody asks the directory.
+  CacheHarness h(kChunk, 1 << 16, /*with_node_table=*/true);
+  const std::string p = h.make_file("big.bin", 3 * kChunk + 5, 6);
+  const CachedFile f = h.open(p);
+  EXPECT_EQ(h.read(f, 0, f.size), testing::read_whole(p));
+  EXPECT_EQ(h.count(Counter::fallback_no_room), 3u);
+  EXPECT_EQ(h.count(Counter::directory_ops), 0u);
+  NodePeer other(h);  // no memory at all: a load of its own would keep nothing either
+  auto record = other.cache->lookup(p);
+  ASSERT_TRUE(record.ok());
+  const CachedFile g = CachedFile::of(p, *record);
+  std::vector<std::byte> got(2 * kChunk + 5);
+  auto n = other.cache->read(g, got, kChunk);
+  ASSERT_TRUE(n.ok()) << n.status().to_string();
+  EXPECT_EQ(*n, got.size());
+  EXPECT_EQ(got, testing::direct_read(p, kChunk, 2 * kChunk + 5));
+  EXPECT_EQ(other.count(Counter::directory_ops), 0u);
+  EXPECT_EQ(other.count(Counter::fallback_no_room), 3u);
+  EXPECT_EQ(other.count(Counter::pfs_read_ops), 3u);  // its reads, not loads of its own
 }
 
 TEST(CacheTest, AFileChangedInPlaceIsReadFromTheFileSystemOnceItsAnswerIsRevalidated) {
