@@ -237,14 +237,16 @@ void print_one(const json& s) {
       "of them from the PFS; {} entries skipped (nothing to cache), {} behind the reported "
       "position, {} "
       "batches past the node's budget; {} chunks ({}) read ahead into the ranks' stages past "
-      "it, {} reads served from there, {} times a stage was full; {} reads found their chunk "
+      "it, {} ({}) copied there from other nodes, {} reads served from there, {} times a stage "
+      "was full; {} reads found their chunk "
       "made ready ahead, {} waited for its prefetch ({}); {} chunks ({}) made ready or staged "
       "that no read used\n",
       num(counter(s, "prefetch.entries")), num(counter(s, "prefetch.chunks")),
       bytes(counter(s, "prefetch.bytes")), bytes(counter(s, "prefetch.loaded_bytes")),
       num(counter(s, "prefetch.skipped")), num(counter(s, "prefetch.passed")),
       num(counter(s, "prefetch.no_room")), num(counter(s, "prefetch.staged_chunks")),
-      bytes(counter(s, "prefetch.staged_bytes")), num(counter(s, "prefetch.staged_reads")),
+      bytes(counter(s, "prefetch.staged_bytes")), num(counter(s, "prefetch.copied_chunks")),
+      bytes(counter(s, "prefetch.copied_bytes")), num(counter(s, "prefetch.staged_reads")),
       num(counter(s, "prefetch.stage_full")), num(counter(s, "prefetch.ready")),
       num(counter(s, "prefetch.waited")),
       time_text(static_cast<double>(counter(s, "prefetch.wait_ns").value_or(0))),

@@ -166,6 +166,13 @@ Status Cache::timed_get(const Transport::GetOp& op) {
   return s;
 }
 
+void Cache::timed_get_many(std::span<const Transport::GetOp> ops, std::span<Status> out) {
+  const auto start = std::chrono::steady_clock::now();
+  transport_->get_many(ops, out);
+  stats_.add(Counter::transport_ns, ns_since(start));
+  stats_.add(Counter::transport_gets, ops.size());
+}
+
 // ---- data ------------------------------------------------------------------------------------
 
 Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> into,
@@ -179,9 +186,17 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
   bool missed = false;
   for_each_piece(geometry, offset, into.size(), [&](const ChunkPiece& piece) {
     auto dst = into.subspan(piece.offset_in_buffer, piece.length);
-    // Read ahead into the stage: no rank had room for it, so the cache would send it to the PFS.
-    if (take_staged(file, piece.index, piece.offset_in_chunk, dst, true)) {
-      stats_.fallback(file.path, FallbackCause::kNoRoom, dst.size());
+    // Read ahead into the stage: no rank had room for it, so the cache would send it to the PFS
+    // (or read it from the node that holds it, when it was copied ahead).
+    bool copied = false;
+    if (take_staged(file, piece.index, piece.offset_in_chunk, dst, true, &copied)) {
+      if (copied) {
+        stats_.add(Counter::hits_remote);
+        stats_.add(Counter::hits_mem);
+        stats_.served(Counter::served_remote_bytes, dst.size(), false);
+      } else {
+        stats_.fallback(file.path, FallbackCause::kNoRoom, dst.size());
+      }
       total += dst.size();
       return true;
     }
@@ -225,14 +240,14 @@ Result<std::size_t> Cache::read(const CachedFile& file, std::span<std::byte> int
 
 // Told the order, past the budget (cache_prefetch.cpp, PrefetchStage).
 bool Cache::take_staged(const CachedFile& file, std::uint64_t index, std::uint64_t offset_in_chunk,
-                        std::span<std::byte> into, bool first) {
+                        std::span<std::byte> into, bool first, bool* copied) {
   if (stage_ == nullptr || file.local_only || !scheduled_.load(std::memory_order_relaxed)) {
     return false;
   }
   if (first && stage_->empty()) return false;  // most reads
   const auto start = std::chrono::steady_clock::now();
   const PrefetchStage::Took took =
-      stage_->take(chunk_key(file.id, index), file.version, offset_in_chunk, into, !first);
+      stage_->take(chunk_key(file.id, index), file.version, offset_in_chunk, into, !first, copied);
   if (took == PrefetchStage::Took::kAbsent) return false;
   stats_.add(Counter::prefetch_staged_reads);
   if (took == PrefetchStage::Took::kWaited) {

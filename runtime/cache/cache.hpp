@@ -358,6 +358,12 @@ class Cache {
   // Chunks of a batch past the budget, read from the PFS into the stage (as much as it has
   // room for); `places` is each item's place in the schedule.
   void stage_chunks(std::span<const BulkItem> items, std::span<const PrefetchStage::Place> places);
+  // Chunks of a batch past the budget that another node holds (each item's answer names the
+  // holder): copied into the stage (as much as it has room for), checked against their hashes.
+  void stage_copies(std::span<const BulkItem> items, std::span<const PrefetchStage::Place> places);
+  // Whether `payload`, a chunk's answer, names a copy held on another node, and this node has
+  // none of its own in its table.
+  bool held_elsewhere(const Key& key, const Payload& payload);
   // `payload` (a chunk's answer for `it`) as this node's record: ahead, and marked, when `it` is
   // a schedule's and the bytes sit on this node.
   Payload node_form(BulkItem& it, const Payload& payload);
@@ -402,9 +408,9 @@ class Cache {
   // Serves a read that would go to the PFS from the stage, if it holds the chunk (or is
   // loading it); false: read the PFS.
   // `first`: asked before the cache (the chunk is taken only if staged; an absent one is not
-  // marked as read elsewhere).
+  // marked as read elsewhere). `copied`: set when the bytes were copied ahead from another node.
   bool take_staged(const CachedFile& file, std::uint64_t index, std::uint64_t offset_in_chunk,
-                   std::span<std::byte> into, bool first = false);
+                   std::span<std::byte> into, bool first = false, bool* copied = nullptr);
 
   // read-ahead (cache_readahead.cpp)
   static constexpr std::size_t kReadAheadStreams = 16;  // files followed at once per rank
@@ -431,7 +437,11 @@ class Cache {
   // for at least kLoadsPerThread loads; the caller's thread is one of them).
   static constexpr std::size_t kLoadsPerThread = 4;
   void load_all(std::size_t n, const std::function<void(std::size_t)>& load_one);
-  bool claim_on_node(BulkItem& item);
+  // Claims `item`'s node-table entry (true: this rank resolves it for the node). False when the
+  // memo or the node knows it (its answer is then in the memo), another rank of the node is
+  // resolving it, or the node's resolver failed (`*node_failed` set, when given: each rank of
+  // the node asks the directory itself).
+  bool claim_on_node(BulkItem& item, bool* node_failed = nullptr);
   // Resolves items (claimed on the node) through the directory in one batch: loads the claimed
   // ones with load(item), publishes them in one round trip, waits for the loading ones, makes
   // the ready ones usable here with localize(items, indices); memo and node table updated.
@@ -529,6 +539,8 @@ class Cache {
     ~Retry();
   };
   Status timed_get(const Transport::GetOp& op);
+  // transport_->get_many, its time in transport.ns and its gets in transport.gets.
+  void timed_get_many(std::span<const Transport::GetOp> ops, std::span<Status> out);
   // The nearest holder above `position` whose entry is READY and not marked bad (`parent`, and
   // `parent_bad`: its entry and mark, looked up with this node's claim), else the origin.
   Result<ChunkRecord> holder_source(const Tree& tree, const ChunkRecord& origin,

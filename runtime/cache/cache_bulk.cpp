@@ -104,7 +104,7 @@ void Cache::load_all(std::size_t n, const std::function<void(std::size_t)>& load
   for (std::thread& t : helpers) t.join();
 }
 
-bool Cache::claim_on_node(BulkItem& item) {
+bool Cache::claim_on_node(BulkItem& item, bool* node_failed) {
   Payload payload;
   if (memo_find(item.key, &payload)) return false;
   if (node_ == nullptr) return true;
@@ -118,6 +118,8 @@ bool Cache::claim_on_node(BulkItem& item) {
       item.slot = f.slot;
       return true;
     case NodeTable::Found::Outcome::kFailed:
+      if (node_failed != nullptr) *node_failed = true;
+      break;
     case NodeTable::Found::Outcome::kFull:
     case NodeTable::Found::Outcome::kTimeout:  // another rank of the node is resolving it
       break;
@@ -406,14 +408,8 @@ void Cache::copy_chunks_here(std::vector<BulkItem>& items, const std::vector<std
   }
   if (ops.empty()) return;
   std::vector<Status> got(ops.size());
-  const auto start = std::chrono::steady_clock::now();
-  transport_->get_many(ops, got);
-  stats_.add(Counter::transport_ns,
-             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                            std::chrono::steady_clock::now() - start)
-                                            .count()));
+  timed_get_many(ops, got);
   for (std::size_t k = 0; k < ops.size(); ++k) {
-    stats_.add(Counter::transport_gets);
     BulkItem& item = items[of[k]];
     const CachedFile file{item.path, item.file, item.size, item.version};
     const ChunkContext context(file, item.index);
@@ -687,7 +683,22 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
   std::vector<PrefetchStage::Place> over_at;
   std::vector<BulkItem> staged;  // ... read from the PFS by their reads: into the stage
   std::vector<PrefetchStage::Place> staged_at;
+  std::vector<BulkItem> copied;  // ... held on another node only: copied into the stage
+  std::vector<PrefetchStage::Place> copied_at;
   const bool stage = stage_ != nullptr;
+  // A chunk whose answer is known: into the stage when the job reads it from the PFS (no rank
+  // had room for it), or when only another node holds it.
+  auto stage_known = [&](BulkItem& it, const Payload& known, PrefetchStage::Place at) {
+    if (!stage) return;
+    if (no_room_payload(known)) {
+      staged.push_back(std::move(it));
+      staged_at.push_back(at);
+    } else if (held_elsewhere(it.key, known)) {
+      it.answer = Answer{Answer::Kind::kCached, known};
+      copied.push_back(std::move(it));
+      copied_at.push_back(at);
+    }
+  };
   std::uint64_t free = room();
   bool fits = true;
   seen.clear();
@@ -722,16 +733,25 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
       it.index = i;
       Payload known;
       if (memo_find(it.key, &known)) {
-        if (stage && no_room_payload(known)) {
-          staged.push_back(std::move(it));
-          staged_at.push_back(at);
-        }
+        stage_known(it, known, at);
         continue;
       }
       const std::uint64_t length = geometry.chunk_length(i);
       if (fits && length > free) fits = false;
       if (!fits && !stage) break;
-      if (!claim_on_node(it)) continue;  // another rank of the node resolves it
+      bool node_failed = false;
+      if (!claim_on_node(it, &node_failed)) {
+        // The node knows it (claim_on_node put its answer in the memo), another rank of the
+        // node is resolving it, or the node's resolver could not keep it: then, with a stage,
+        // the directory says where the job has it (its reads would each ask it too).
+        if (memo_find(it.key, &known)) {
+          stage_known(it, known, at);
+        } else if (node_failed && stage) {
+          over.push_back(std::move(it));
+          over_at.push_back(at);
+        }
+        continue;
+      }
       if (fits) {
         free -= length;
         chunks.push_back(std::move(it));
@@ -757,14 +777,20 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
   // Past the budget: the chunks the job reads from the PFS (no rank had room for them: the
   // loader gave its claim up, or the entry says so; room() counts free bytes over the tiers, so
   // a chunk it let through can still find no place).
+  // And the chunks another node holds that this node had no room to copy: into the stage too.
   for (std::size_t i = 0; stage && i < chunks.size(); ++i) {
     const Answer& a = chunks[i].answer;
     const bool pfs = a.kind == Answer::Kind::kDirect || a.kind == Answer::Kind::kCached;
-    if (!pfs || !no_room_payload(a.payload)) continue;
-    staged.push_back(chunks[i]);
-    staged_at.push_back(chunks_at[i]);
+    if (pfs && no_room_payload(a.payload)) {
+      staged.push_back(chunks[i]);
+      staged_at.push_back(chunks_at[i]);
+    } else if (a.kind == Answer::Kind::kCached && held_elsewhere(chunks[i].key, a.payload)) {
+      copied.push_back(chunks[i]);
+      copied_at.push_back(chunks_at[i]);
+    }
   }
   if (!staged.empty() && !closing()) stage_chunks(staged, staged_at);
+  if (!copied.empty() && !closing()) stage_copies(copied, copied_at);
   for (const BulkItem& it : chunks) {
     if (it.answer.kind != Answer::Kind::kCached) continue;
     const auto rec = unpack<ChunkRecord>(it.answer.payload);
@@ -810,6 +836,82 @@ void Cache::stage_chunks(std::span<const BulkItem> items,
     }
     stage_->fill(it.key, std::move(bytes));
   });
+}
+
+bool Cache::held_elsewhere(const Key& key, const Payload& payload) {
+  const auto record = unpack<ChunkRecord>(payload);
+  if (record.owner < 0 || on_this_node(record.owner) || transport_ == nullptr) return false;
+  if (node_ == nullptr) return true;
+  // Another rank of this node may have copied it meanwhile: its reads find that copy.
+  const NodeTable::Found f = node_->find(key);
+  if (f.outcome != NodeTable::Found::Outcome::kReady) return true;
+  const auto here = unpack<ChunkRecord>(f.payload);
+  return here.owner < 0 || !on_this_node(here.owner);
+}
+
+void Cache::stage_copies(std::span<const BulkItem> items,
+                         std::span<const PrefetchStage::Place> places) {
+  std::vector<Transport::GetOp> ops;
+  std::vector<const BulkItem*> of;
+  std::vector<std::unique_ptr<std::byte[]>> buffers;
+  std::vector<Transport::Hashed> arrived(items.size());  // never reallocated: ops point into it
+  std::vector<std::uint64_t> hashes;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const BulkItem& it = items[i];
+    const auto origin = unpack<ChunkRecord>(it.answer.payload);
+    if (origin.length == 0 || (origin.version != 0 && origin.version != it.version)) continue;
+    if (origin.tier == Tier::kFile && !learn_segment(origin.owner, origin.segment).ok()) continue;
+    const PrefetchStage::Reserved r = stage_->reserve(it.key, it.version, origin.length, places[i]);
+    if (r == PrefetchStage::Reserved::kFull) {  // the rest is read on demand
+      stats_.add(Counter::prefetch_stage_full);
+      break;
+    }
+    if (r != PrefetchStage::Reserved::kYes) continue;
+    std::unique_ptr<std::byte[]> bytes;
+    try {
+      bytes = std::make_unique_for_overwrite<std::byte[]>(origin.length);
+    } catch (const std::bad_alloc&) {
+      stage_->fill(it.key, nullptr);  // its read copies it itself
+      continue;
+    }
+    ops.push_back(
+        Transport::GetOp{origin.owner,
+                         origin.tier,
+                         origin.segment,
+                         origin.offset,
+                         std::span(bytes.get(), origin.length),
+                         config_.verify && origin.hash != 0 ? &arrived[ops.size()] : nullptr,
+                         {origin.offset, origin.length, origin.hash}});
+    of.push_back(&it);
+    hashes.push_back(origin.hash);
+    buffers.push_back(std::move(bytes));
+  }
+  if (ops.empty()) return;
+  std::vector<Status> got(ops.size());
+  timed_get_many(ops, got);
+  for (std::size_t k = 0; k < ops.size(); ++k) {
+    const BulkItem& it = *of[k];
+    bool good = got[k].ok();
+    if (!good && got[k].native_code() != EBADMSG) {
+      stats_.add(Counter::transport_errors);
+      LARDER_LOG_LIMITED(kWarn, "{} get of {} bytes from rank {} failed: {}", transport_->name(),
+                         ops[k].into.size(), ops[k].owner, got[k].to_string());
+    }
+    if (good) {
+      stats_.add(Counter::transport_bytes, ops[k].into.size());
+      const CachedFile file{it.path, it.file, it.size, it.version};
+      const ChunkContext context(file, it.index);
+      good = verified(ops[k].into, hashes[k], ops[k].owner, "another node's copy", ops[k].hashed);
+    }
+    if (!good) {  // its read goes the usual way (and copes with a bad copy there)
+      stage_->fill(it.key, nullptr);
+      continue;
+    }
+    if (load_ != nullptr) load_->fetched(ops[k].owner, ops[k].into.size());
+    stats_.add(Counter::prefetch_copied_chunks);
+    stats_.add(Counter::prefetch_copied_bytes, ops[k].into.size());
+    stage_->fill(it.key, std::move(buffers[k]), true);
+  }
 }
 
 void Cache::prefetch_published(const Key& key) {

@@ -20,12 +20,13 @@ PrefetchStage::Reserved PrefetchStage::reserve(const Key& key, std::uint64_t ver
   return Reserved::kYes;
 }
 
-void PrefetchStage::fill(const Key& key, std::unique_ptr<std::byte[]> bytes) {
+void PrefetchStage::fill(const Key& key, std::unique_ptr<std::byte[]> bytes, bool copied) {
   {
     std::lock_guard lock(mu_);
     auto it = entries_.find(key);
     if (it == entries_.end() || it->second.filled) return;
     it->second.filled = true;
+    it->second.copied = copied;
     it->second.bytes = std::move(bytes);
     if (it->second.bytes == nullptr) erase(it);  // readers waiting go to the PFS
   }
@@ -33,7 +34,7 @@ void PrefetchStage::fill(const Key& key, std::unique_ptr<std::byte[]> bytes) {
 }
 
 PrefetchStage::Took PrefetchStage::take(const Key& key, std::uint64_t version, std::uint64_t offset,
-                                        std::span<std::byte> into, bool mark) {
+                                        std::span<std::byte> into, bool mark, bool* copied) {
   std::unique_lock lock(mu_);
   auto it = entries_.find(key);
   bool waited = false;
@@ -55,6 +56,7 @@ PrefetchStage::Took PrefetchStage::take(const Key& key, std::uint64_t version, s
     return Took::kAbsent;
   }
   Entry& e = it->second;
+  if (copied != nullptr) *copied = e.copied;
   std::memcpy(into.data(), e.bytes.get() + offset, into.size());
   e.taken += into.size();
   if (e.taken >= e.length) erase(it);

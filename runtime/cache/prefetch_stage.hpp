@@ -1,6 +1,6 @@
 // A rank's stage: chunks of its schedule that its tiers have no room for, read ahead from the
-// PFS into the rank's own memory and handed to the read that names them (docs/architecture.md,
-// "Told the order", "Past the budget").
+// PFS (or copied from the node that holds them) into the rank's own memory and handed to the
+// read that names them (docs/architecture.md, "Told the order", "Past the budget").
 //
 // A chunk is reserved before its load (the read that comes meanwhile waits for it rather than
 // read the PFS a second time), filled once, and taken by reads until they have covered its
@@ -50,8 +50,9 @@ class PrefetchStage {
   // must call fill() once. kFull: no room now; kHeld: already staged; kRead: a read has taken
   // the PFS's bytes of it since it was last staged (that read's mark is used up).
   Reserved reserve(const Key& key, std::uint64_t version, std::uint64_t length, Place at);
-  // The bytes of a reserved chunk, or nothing (the load failed: readers go to the PFS).
-  void fill(const Key& key, std::unique_ptr<std::byte[]> bytes);
+  // The bytes of a reserved chunk, or nothing (the load failed: readers go the usual way).
+  // `copied`: they came from another node's copy (checked against its hash), not the PFS.
+  void fill(const Key& key, std::unique_ptr<std::byte[]> bytes, bool copied = false);
 
   // Copies [offset, offset + into.size()) of chunk `key` of `version` into `into`, waiting for
   // its load if it is under way. The chunk is freed once reads have covered its length.
@@ -59,8 +60,9 @@ class PrefetchStage {
   // a later reservation of the chunk is turned down once (in the same step, so no load can
   // start between this answer and that mark).
   // `mark` false: an absent chunk is left unmarked (a read that asks before the cache does).
+  // `copied`, when given, is set to whether a taken chunk was filled as a copy (fill()).
   Took take(const Key& key, std::uint64_t version, std::uint64_t offset, std::span<std::byte> into,
-            bool mark = true);
+            bool mark = true, bool* copied = nullptr);
   // Whether chunk `key` of `version` is staged or being staged (a worker's miss then asks its
   // rank to read it, without a claim).
   bool holds(const Key& key, std::uint64_t version) const;
@@ -83,6 +85,7 @@ class PrefetchStage {
     std::uint64_t taken = 0;  // bytes reads have copied out
     Place at;
     bool filled = false;
+    bool copied = false;                 // filled from another node's copy, not the PFS
     std::unique_ptr<std::byte[]> bytes;  // null once filled: the load failed
   };
   void erase(std::unordered_map<Key, Entry, KeyHash>::iterator it);  // mu_ held

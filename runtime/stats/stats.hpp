@@ -57,6 +57,8 @@ namespace larder {
   X(prefetch_staged_bytes, "prefetch.staged_bytes")                 \
   X(prefetch_staged_reads, "prefetch.staged_reads")                 \
   X(prefetch_stage_full, "prefetch.stage_full")                     \
+  X(prefetch_copied_chunks, "prefetch.copied_chunks")               \
+  X(prefetch_copied_bytes, "prefetch.copied_bytes")                 \
   X(readahead_chunks, "readahead.chunks")                           \
   X(readahead_bytes, "readahead.bytes")                             \
   X(fallbacks, "fallbacks")                                         \

@@ -304,6 +304,41 @@ TEST_F(ScheduleTest, ChunksPastTheBudgetAreReadAheadIntoTheStageAndFromThePfsOnc
   EXPECT_EQ(u64(p["stage_full"]), 0U) << p.dump();
 }
 
+// Past the budget, the chunks another node holds (it had room for them, this node has none) are
+// copied into the stage ahead, like those nobody holds are read into it from the PFS.
+TEST_F(ScheduleTest, ChunksPastTheBudgetThatAnotherNodeHoldsAreCopiedIntoTheStage) {
+  if (size() != 4) GTEST_SKIP() << "needs 4 ranks on 2 nodes";
+  set_env("LARDER_MEM", "256K");
+  make_dataset();
+  init();
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    // Epoch 1: each rank reads files of the other node's ranks' epoch 0.
+    schedule(reads_of(rank(), epoch));
+    settle();
+    barrier();
+    read(reads_of(rank(), epoch), epoch == 0 ? "epoch 0" : "epoch 1, the other node's files");
+    barrier();
+  }
+  const auto stats = finalize();
+  if (rank() == 0 && std::getenv("LARDER_TEST_SHOW") != nullptr) {
+    std::printf("%s\n%s\n", stats.dump().c_str(), stats["prefetch"].dump().c_str());
+  }
+  const auto& p = stats["prefetch"];
+  EXPECT_GT(u64(p["copied_bytes"]), 0U) << p.dump();
+  EXPECT_GE(u64(stats["hits"]["remote"]), u64(p["copied_chunks"])) << stats["hits"].dump();
+  // Every byte that crossed the network was moved ahead: copies to the node, copies to a stage.
+  EXPECT_EQ(u64(stats["transport"]["bytes"]),
+            u64(p["copied_bytes"]) + u64(stats["node"]["copy_bytes"]))
+      << stats["transport"].dump() << stats["node"].dump() << p.dump();
+  // Every PFS byte was read ahead (into the cache or a stage), and every staged chunk was read.
+  EXPECT_EQ(u64(stats["pfs"]["bytes_read"]), u64(p["loaded_bytes"]) + u64(p["staged_bytes"]))
+      << stats["pfs"].dump() << p.dump();
+  EXPECT_EQ(u64(p["unused_bytes"]), 0U) << p.dump();
+  EXPECT_EQ(u64(p["waited"]), 0U) << p.dump();
+  EXPECT_EQ(u64(stats["misses"]), 0U) << stats.dump();
+  EXPECT_EQ(u64(stats["integrity"]["mismatches"]), 0U);
+}
+
 TEST_F(ScheduleTest, ReadsThatRaceASmallStageGetTheirBytesAndReadEachChunkOnce) {
   if (size() != 4) GTEST_SKIP() << "needs 4 ranks on 2 nodes";
   set_env("LARDER_MEM", "256K");

@@ -50,6 +50,22 @@ TEST(PrefetchStageTest, AChunkIsTakenByItsReadsUntilTheyCoverItThenFreed) {
   EXPECT_EQ(stage.take(key_of(1), 5, 0, part), Took::kAbsent);
 }
 
+TEST(PrefetchStageTest, AReadLearnsWhetherItsChunkWasCopiedFromAnotherNode) {
+  PrefetchStage stage(1000);
+  ASSERT_EQ(stage.reserve(key_of(4), 5, 100, {0, 0}), Reserved::kYes);
+  ASSERT_EQ(stage.reserve(key_of(5), 5, 100, {0, 1}), Reserved::kYes);
+  stage.fill(key_of(4), bytes_of(100, 1), true);
+  stage.fill(key_of(5), bytes_of(100, 2));
+  std::vector<std::byte> got(100);
+  bool copied = false;
+  EXPECT_EQ(stage.take(key_of(4), 5, 0, got, true, &copied), Took::kTaken);
+  EXPECT_TRUE(copied);
+  EXPECT_TRUE(equals(got, 0, 1));
+  EXPECT_EQ(stage.take(key_of(5), 5, 0, got, true, &copied), Took::kTaken);
+  EXPECT_FALSE(copied);
+  EXPECT_TRUE(equals(got, 0, 2));
+}
+
 TEST(PrefetchStageTest, AnotherVersionOrARangeBeyondTheChunkIsNotServed) {
   PrefetchStage stage(1000);
   ASSERT_EQ(stage.reserve(key_of(2), 5, 100, {0, 0}), Reserved::kYes);
