@@ -285,13 +285,10 @@ class Cache {
   template <class Load, class Localize>
   Answer resolve_global(const Key& key, unsigned flags, Load&& load, Localize&& localize,
                         const Payload* failed_as);
-  // `tree_nodes`: how many nodes take tickets on `key` (its fan-out tree's size). With
-  // `deferred`, a claimed entry's outcome (its publication, or its abandonment) is appended
-  // there, for the caller to finish with others in one round trip (Directory::finish_many).
+  // `tree_nodes`: how many nodes take tickets on `key` (its fan-out tree's size).
   template <class Load, class Localize>
   Answer finish_claim(const Key& key, Result<Claim> claim, Load&& load, Localize&& localize,
-                      const Payload* failed_as, std::uint64_t tree_nodes,
-                      std::vector<Directory::Final>* deferred = nullptr);
+                      const Payload* failed_as, std::uint64_t tree_nodes);
 
   // metadata (cache_meta.cpp)
   Result<PathRecord> lookup_key(const std::string& path, const Key& key, bool link);

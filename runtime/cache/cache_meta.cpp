@@ -206,19 +206,11 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
     directory_.acquire_many(std::span(lookups, both ? 2 : 1), std::span(claims, both ? 2 : 1));
     count_directory_ops(both ? 2 : 1);
   }
-  // This rank claimed both in the directory: their outcomes are published together after chunk
-  // 0's load, one round trip instead of one each (readers of the path elsewhere wait for both).
-  const bool together = !alone && both && claims[0].ok() && claims[1].ok() &&
-                        claims[0]->outcome == Claim::Outcome::kClaimed &&
-                        claims[1]->outcome == Claim::Outcome::kClaimed;
-  std::vector<Directory::Final> finals;
-  std::vector<Directory::Final>* defer = together ? &finals : nullptr;
   auto load_meta = [&](std::uint64_t) { return load_path(path, false); };
-  Answer a =
-      alone ? resolve_on_node(pkey, load_meta)
-            : finish_claim(
-                  pkey, claims[0], load_meta,
-                  [](const Payload& p, const Tree&) { return as_is(p); }, nullptr, nodes_, defer);
+  Answer a = alone ? resolve_on_node(pkey, load_meta)
+                   : finish_claim(
+                         pkey, claims[0], load_meta,
+                         [](const Payload& p, const Tree&) { return as_is(p); }, nullptr, nodes_);
   if (a.kind == Answer::Kind::kCached) {
     node_->publish(np.slot, a.payload);
     note_path(pkey, path, false);
@@ -231,9 +223,7 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
                       rec.meta.size > 0 && rec.file == guess;
     if (!file) {
       // Not the file the guess named (a symlink, a directory, a missing path): let it go.
-      if (together) {
-        finals.push_back(Directory::Final{ckey, Payload{}, false});
-      } else if (!alone && claims[1].ok() && claims[1]->outcome == Claim::Outcome::kClaimed) {
+      if (!alone && claims[1].ok() && claims[1]->outcome == Claim::Outcome::kClaimed) {
         (void)directory_.abandon(ckey);
       }
       node_->fail(nc.slot);
@@ -248,15 +238,8 @@ Result<PathRecord> Cache::lookup_for_open(const std::string& path) {
                                    [&](const Payload& p, const Tree& tree) {
                                      return localize_chunk(ckey, p, tree, nullptr, &f, 0);
                                    },
-                                   &read_pfs, nodes_, defer);
+                                   &read_pfs, nodes_);
       end_node_claim(nc.slot, c, alone ? &read_pfs : nullptr);
-    }
-  }
-  if (!finals.empty() && !closing()) {
-    Status published[2];
-    directory_.finish_many(finals, std::span(published, finals.size()));
-    for (const Status& s : std::span(published, finals.size())) {
-      if (!s.ok()) LARDER_LOG_LIMITED(kWarn, "cannot publish an entry: {}", s.to_string());
     }
   }
   if (a.kind == Answer::Kind::kCached || a.kind == Answer::Kind::kTransient) {

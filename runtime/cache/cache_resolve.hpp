@@ -20,8 +20,7 @@ namespace larder {
 template <class Load, class Localize>
 Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& load,
                                   Localize&& localize, const Payload* failed_as,
-                                  std::uint64_t tree_nodes,
-                                  std::vector<Directory::Final>* deferred) {
+                                  std::uint64_t tree_nodes) {
   if (!claim.ok()) {
     LARDER_LOG_LIMITED(kDebug, "directory cannot answer: {}", claim.status().to_string());
     return Answer{};
@@ -47,11 +46,6 @@ Cache::Answer Cache::finish_claim(const Key& key, Result<Claim> claim, Load&& lo
     }
     case Claim::Outcome::kClaimed: {
       Loaded loaded = load(claim->ticket);
-      if (deferred != nullptr) {
-        deferred->push_back(Directory::Final{key, loaded.answer.payload, loaded.publish});
-        if (!loaded.publish) return loaded.answer;
-        return loaded_answer(key, std::move(loaded));
-      }
       if (!loaded.publish) {
         (void)directory_.abandon(key);
         return loaded.answer;
