@@ -855,7 +855,6 @@ void Cache::stage_copies(std::span<const BulkItem> items,
   std::vector<const BulkItem*> of;
   std::vector<std::unique_ptr<std::byte[]>> buffers;
   std::vector<Transport::Hashed> arrived(items.size());  // never reallocated: ops point into it
-  std::vector<std::uint64_t> hashes;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const BulkItem& it = items[i];
     const auto origin = unpack<ChunkRecord>(it.answer.payload);
@@ -883,7 +882,6 @@ void Cache::stage_copies(std::span<const BulkItem> items,
                          config_.verify && origin.hash != 0 ? &arrived[ops.size()] : nullptr,
                          {origin.offset, origin.length, origin.hash}});
     of.push_back(&it);
-    hashes.push_back(origin.hash);
     buffers.push_back(std::move(bytes));
   }
   if (ops.empty()) return;
@@ -901,7 +899,8 @@ void Cache::stage_copies(std::span<const BulkItem> items,
       stats_.add(Counter::transport_bytes, ops[k].into.size());
       const CachedFile file{it.path, it.file, it.size, it.version};
       const ChunkContext context(file, it.index);
-      good = verified(ops[k].into, hashes[k], ops[k].owner, "another node's copy", ops[k].hashed);
+      good = verified(ops[k].into, ops[k].chunk.hash, ops[k].owner, "another node's copy",
+                      ops[k].hashed);
     }
     if (!good) {  // its read goes the usual way (and copes with a bad copy there)
       stage_->fill(it.key, nullptr);
