@@ -4,8 +4,9 @@
 # tc-tbf-shaped veth) without the cache and with it, then prints a table (epoch time, AU,
 # samples/s, MiB/s, PFS bytes per epoch) and writes a PNG plot of per-epoch throughput and AU.
 #
-#   sudo apps/larder-bench/report.sh [--build DIR] [--rate 200mbit] [--ranks 2] [--out DIR]
-#                                    [--modes "posix larder preload"]   (also: told, steps)
+#   sudo apps/larder-bench/report.sh [--build DIR] [--rate 200mbit] [--delay 500us] [--ranks 2]
+#                                    [--out DIR] [--modes "posix larder preload"] (also: told, steps)
+#                                    [--workload YAML] [--larder-env VAR=VALUE]...
 #
 # Needs root (namespaces, tc, the mount) and a built tree (bin/larder-bench; lib/ for the
 # preload mode, which is skipped with a message when lib/liblarder_preload.so is absent).
@@ -14,13 +15,17 @@
 # each epoch's sample order, larder-bench --prefetch), steps (preload, run twice
 # as two job steps of one allocation, LARDER_KEEP: the second step is reported). Results stay in
 # --out (default /tmp/lbp-report): one larder-bench --output directory per mode, report.dat and
-# report.png. Takes about two minutes on a 2-core machine.
+# report.png. --delay adds a one-way latency to the link (pfs.sh --delay); --larder-env sets a
+# variable for Larder's modes only (repeatable: LARDER_MEM to bound the cache's memory,
+# LARDER_NODE_SIZE to split the ranks into emulated nodes). Takes about two minutes on a 2-core
+# machine.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-build="" rate=200mbit ranks=2 out=/tmp/lbp-report modes="posix larder preload"
+build="" rate=200mbit delay="" ranks=2 out=/tmp/lbp-report modes="posix larder preload"
 workload=$here/configs/unet3d_demo.yaml
+larder_env=()
 
 die() { echo "report.sh: $*" >&2; exit 1; }
 say() { echo "== $*"; }
@@ -29,11 +34,15 @@ while [[ $# -gt 0 ]]; do
   case $1 in
     --build) build=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
+    --delay) delay=$2; shift 2 ;;
+    --larder-env)
+      [[ $2 == LARDER_*=* ]] || die "--larder-env takes LARDER_NAME=VALUE, not '$2'"
+      larder_env+=(-genv "${2%%=*}" "${2#*=}"); shift 2 ;;
     --ranks) ranks=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --modes) modes=$2; shift 2 ;;
     --workload) workload=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -71,8 +80,10 @@ run_bench() {  # run_bench ARGS...: larder-bench under mpiexec with the report's
 say "generating the dataset ($(basename "$workload"), $ranks ranks) into $export_dir"
 run_bench "$bench" generate "$workload" --set dataset.data_folder="$export_dir" --no-progress |
   tail -1
-pfs_id=$("$pfs" up --export "$export_dir" --mount "$mnt" --rate "$rate")
-say "shaped file system: $mnt (sshfs through $rate)"
+shape=(--rate "$rate")
+[[ -n $delay ]] && shape+=(--delay "$delay")
+pfs_id=$("$pfs" up --export "$export_dir" --mount "$mnt" "${shape[@]}")
+say "shaped file system: $mnt (sshfs through $rate${delay:+, $delay each way})"
 
 ran=()
 reports=()
@@ -110,7 +121,7 @@ for mode in $modes; do
     *) die "unknown mode $mode: accepted posix, larder, preload, told, steps" ;;
   esac
   # Larder's runs write their stats; their job report (larder-report) goes next to them.
-  [[ $mode == posix ]] || env+=(-genv LARDER_STATS "$out/$mode.stats.json")
+  [[ $mode == posix ]] || env+=(-genv LARDER_STATS "$out/$mode.stats.json" "${larder_env[@]}")
   say "training with --io $mode"
   rm -rf "$out/$mode" "$out/$mode.stats.json"
   run_bench "${env[@]}" "${args[@]}" >"$out/$mode.log" 2>&1 ||

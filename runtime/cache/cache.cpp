@@ -246,8 +246,13 @@ bool Cache::take_staged(const CachedFile& file, std::uint64_t index, std::uint64
   }
   if (first && stage_->empty()) return false;  // most reads
   const auto start = std::chrono::steady_clock::now();
-  const PrefetchStage::Took took =
-      stage_->take(chunk_key(file.id, index), file.version, offset_in_chunk, into, !first, copied);
+  PrefetchStage::Place position{};  // where the reads are: an absent chunk's mark says so
+  if (!first) {
+    std::lock_guard lock(plan_mu_);
+    position = {plan_generation_, plan_position_};
+  }
+  const PrefetchStage::Took took = stage_->take(chunk_key(file.id, index), file.version,
+                                                offset_in_chunk, into, !first, copied, position);
   if (took == PrefetchStage::Took::kAbsent) return false;
   stats_.add(Counter::prefetch_staged_reads);
   if (took == PrefetchStage::Took::kWaited) {

@@ -699,6 +699,14 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
       copied_at.push_back(at);
     }
   };
+  // Chunks a later entry of the batch names again (a schedule of two epochs): a staged one is
+  // kept for that entry's reads too.
+  struct Again {
+    Key key;
+    std::uint64_t version;
+    PrefetchStage::Place at;
+  };
+  std::vector<Again> again;
   std::uint64_t free = room();
   bool fits = true;
   seen.clear();
@@ -724,7 +732,10 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
          (fits || stage) && i <= (end - 1) / config_.chunk_size; ++i) {
       BulkItem it;
       it.key = chunk_key(rec.file, i);
-      if (!seen.insert(it.key).second) continue;
+      if (!seen.insert(it.key).second) {
+        if (stage) again.push_back({it.key, rec.version(), at});  // named twice in the batch
+        continue;
+      }
       it.path = r.path;
       it.ahead = true;
       it.file = rec.file;
@@ -749,6 +760,10 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
         } else if (node_failed && stage) {
           over.push_back(std::move(it));
           over_at.push_back(at);
+        } else if (stage && prefetching(it.key)) {
+          // Another batch of this rank resolves it (a schedule of two epochs names it twice):
+          // staged there, it is kept for this entry too.
+          stage_->expect(it.key, at);
         }
         continue;
       }
@@ -791,6 +806,9 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
   }
   if (!staged.empty() && !closing()) stage_chunks(staged, staged_at);
   if (!copied.empty() && !closing()) stage_copies(copied, copied_at);
+  for (const Again& a : again) {
+    if (stage_->holds(a.key, a.version)) stage_->expect(a.key, a.at);
+  }
   for (const BulkItem& it : chunks) {
     if (it.answer.kind != Answer::Kind::kCached) continue;
     const auto rec = unpack<ChunkRecord>(it.answer.payload);

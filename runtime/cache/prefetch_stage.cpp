@@ -8,13 +8,28 @@ namespace larder {
 PrefetchStage::Reserved PrefetchStage::reserve(const Key& key, std::uint64_t version,
                                                std::uint64_t length, Place at) {
   std::lock_guard lock(mu_);
-  if (read_.erase(key) != 0) return Reserved::kRead;
-  if (entries_.contains(key)) return Reserved::kHeld;
+  if (auto m = read_.find(key); m != read_.end()) {
+    const Place read_at = m->second;
+    read_.erase(m);  // the oldest-first order forgets it when it comes round
+    // For the entry that read was for (or an older schedule's): its bytes were read.
+    if (at.generation < read_at.generation ||
+        (at.generation == read_at.generation && at.entry < read_at.entry + kMarkReach)) {
+      return Reserved::kRead;
+    }
+  }
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    add_use(it->second, at, 1);
+    return Reserved::kHeld;
+  }
   if (bytes_ + length > capacity_) return Reserved::kFull;
   Entry& e = entries_[key];
   e.version = version;
   e.length = length;
   e.at = at;
+  if (auto x = expected_.find(key); x != expected_.end()) {
+    add_use(e, x->second.at, x->second.uses);
+    expected_.erase(x);  // the oldest-first order forgets it when it comes round
+  }
   bytes_ += length;
   entries_n_.store(entries_.size(), std::memory_order_relaxed);
   return Reserved::kYes;
@@ -33,8 +48,41 @@ void PrefetchStage::fill(const Key& key, std::unique_ptr<std::byte[]> bytes, boo
   filled_.notify_all();
 }
 
+void PrefetchStage::add_use(Entry& e, Place at, std::uint32_t n) {
+  if (at.generation == e.at.generation && at.entry != e.at.entry) {
+    e.uses += n;  // another entry of this schedule: kept until its reads too
+    e.at.entry = std::max(e.at.entry, at.entry);
+  } else if (at.generation > e.at.generation) {
+    e.uses = 1;  // a new schedule names it again: its entry stands for the old ones
+    e.at = at;
+  }
+}
+
+void PrefetchStage::expect(const Key& key, Place at) {
+  std::lock_guard lock(mu_);
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    add_use(it->second, at, 1);
+    return;
+  }
+  auto [x, fresh] = expected_.try_emplace(key);
+  if (fresh || at.generation > x->second.at.generation) {
+    x->second = Expected{at, 1};
+  } else if (at.generation == x->second.at.generation) {
+    ++x->second.uses;
+    x->second.at.entry = std::max(x->second.at.entry, at.entry);
+  }
+  if (fresh) {
+    expected_order_.push_back(key);
+    if (expected_order_.size() > kReadMarks) {
+      expected_.erase(expected_order_.front());
+      expected_order_.pop_front();
+    }
+  }
+}
+
 PrefetchStage::Took PrefetchStage::take(const Key& key, std::uint64_t version, std::uint64_t offset,
-                                        std::span<std::byte> into, bool mark, bool* copied) {
+                                        std::span<std::byte> into, bool mark, bool* copied,
+                                        Place position) {
   std::unique_lock lock(mu_);
   auto it = entries_.find(key);
   bool waited = false;
@@ -46,7 +94,7 @@ PrefetchStage::Took PrefetchStage::take(const Key& key, std::uint64_t version, s
   if (it == entries_.end() || it->second.version != version ||
       offset + into.size() > it->second.length) {
     if (it != entries_.end()) erase(it);  // another version: no read wants these bytes
-    if (mark && read_.insert(key).second) {
+    if (mark && read_.insert_or_assign(key, position).second) {
       read_order_.push_back(key);
       if (read_order_.size() > kReadMarks) {
         read_.erase(read_order_.front());
@@ -58,8 +106,12 @@ PrefetchStage::Took PrefetchStage::take(const Key& key, std::uint64_t version, s
   Entry& e = it->second;
   if (copied != nullptr) *copied = e.copied;
   std::memcpy(into.data(), e.bytes.get() + offset, into.size());
+  e.used = true;
   e.taken += into.size();
-  if (e.taken >= e.length) erase(it);
+  if (e.taken >= e.length) {  // one entry's reads are done
+    e.taken = 0;
+    if (--e.uses == 0) erase(it);
+  }
   return waited ? Took::kWaited : Took::kTaken;
 }
 
@@ -71,7 +123,7 @@ PrefetchStage::Dropped PrefetchStage::drop_passed(std::uint64_t generation, std:
     const Place at = it->second.at;
     const bool passed = at.generation < generation ? position > lag : at.entry + lag < position;
     if (passed && it->second.filled) {
-      if (it->second.taken == 0) {  // partly read: used
+      if (!it->second.used) {  // partly read: used
         ++d.chunks;
         d.bytes += it->second.length;
       }
@@ -93,7 +145,7 @@ PrefetchStage::Dropped PrefetchStage::drop_all() {
                        [](const auto& kv) { return kv.second.filled; });
   });
   for (const auto& [key, e] : entries_) {
-    if (e.taken > 0) continue;  // partly read: used
+    if (e.used) continue;  // partly read: used
     ++d.chunks;
     d.bytes += e.length;
   }
@@ -102,6 +154,8 @@ PrefetchStage::Dropped PrefetchStage::drop_all() {
   bytes_ = 0;
   read_.clear();
   read_order_.clear();
+  expected_.clear();
+  expected_order_.clear();
   return d;
 }
 

@@ -4,10 +4,12 @@
 //
 // A chunk is reserved before its load (the read that comes meanwhile waits for it rather than
 // read the PFS a second time), filled once, and taken by reads until they have covered its
-// bytes, then freed. A read that went to the PFS before the stage reserved the chunk leaves a
-// mark that turns that reservation down once (the schedule's entry it was for has been read).
-// Entries are tagged with their place in the schedule and dropped, unread, once the reads are
-// far past it. Thread-safe.
+// bytes once for each entry of the schedule that reserved it (a schedule of two epochs names a
+// file twice), then freed. A read that went to the PFS before the stage reserved the chunk
+// leaves a mark, tagged with the reads' position then, that turns down a reservation for an
+// entry up to kMarkReach past that position (the entry it was for has been read) and lets a
+// later entry's through. Entries are tagged with the place in the schedule of their last use
+// and dropped, unread, once the reads are far past it. Thread-safe.
 #ifndef LARDER_RUNTIME_CACHE_PREFETCH_STAGE_HPP_
 #define LARDER_RUNTIME_CACHE_PREFETCH_STAGE_HPP_
 
@@ -20,7 +22,6 @@
 #include <mutex>
 #include <span>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "runtime/chunk/chunk_key.hpp"
 
@@ -29,9 +30,10 @@ namespace larder {
 class PrefetchStage {
  public:
   // Where a chunk sits in the schedule: its generation (a new schedule starts one) and entry.
+  // (No member initializers: a default argument below is one; `Place{}` is zero.)
   struct Place {
-    std::uint64_t generation = 0;
-    std::uint64_t entry = 0;
+    std::uint64_t generation;
+    std::uint64_t entry;
   };
   enum class Reserved { kYes, kFull, kHeld, kRead };
   struct Dropped {
@@ -39,6 +41,9 @@ class PrefetchStage {
     std::uint64_t bytes = 0;
   };
   enum class Took { kAbsent, kTaken, kWaited };
+  // How many entries past the reads' position a read's mark reaches: a loader that reports its
+  // position once it has read a batch reads this far ahead of it.
+  static constexpr std::uint64_t kMarkReach = 8;
 
   // `capacity`: the bytes the stage holds at most, reserved ones included.
   explicit PrefetchStage(std::uint64_t capacity) : capacity_(capacity) {}
@@ -46,23 +51,30 @@ class PrefetchStage {
   PrefetchStage& operator=(const PrefetchStage&) = delete;
   ~PrefetchStage() = default;
 
-  // Reserves room for chunk `key` (`length` bytes of version `version`): kYes, then the caller
-  // must call fill() once. kFull: no room now; kHeld: already staged; kRead: a read has taken
-  // the PFS's bytes of it since it was last staged (that read's mark is used up).
+  // Reserves room for chunk `key` (`length` bytes of version `version`) for the schedule's entry
+  // `at`: kYes, then the caller must call fill() once. kFull: no room now; kHeld: already
+  // staged (for another entry of the same schedule it is kept for this one too); kRead: a read
+  // has taken the PFS's bytes of it for this entry (that read's mark is used up).
   Reserved reserve(const Key& key, std::uint64_t version, std::uint64_t length, Place at);
   // The bytes of a reserved chunk, or nothing (the load failed: readers go the usual way).
   // `copied`: they came from another node's copy (checked against its hash), not the PFS.
   void fill(const Key& key, std::unique_ptr<std::byte[]> bytes, bool copied = false);
 
+  // Another entry `at` of the schedule names chunk `key`, which another batch of the rank is
+  // resolving now: if that batch stages it (or has), it is kept for this entry's reads too.
+  void expect(const Key& key, Place at);
+
   // Copies [offset, offset + into.size()) of chunk `key` of `version` into `into`, waiting for
-  // its load if it is under way. The chunk is freed once reads have covered its length.
+  // its load if it is under way. The chunk is freed once reads have covered its length once
+  // for each entry it was reserved for.
   // kAbsent: not staged (or another version, or its load failed); the caller reads the PFS, and
-  // a later reservation of the chunk is turned down once (in the same step, so no load can
+  // a later reservation of the chunk for an entry up to kMarkReach past `position` (the reads'
+  // position in the schedule now) is turned down once (marked in the same step, so no load can
   // start between this answer and that mark).
   // `mark` false: an absent chunk is left unmarked (a read that asks before the cache does).
   // `copied`, when given, is set to whether a taken chunk was filled as a copy (fill()).
   Took take(const Key& key, std::uint64_t version, std::uint64_t offset, std::span<std::byte> into,
-            bool mark = true, bool* copied = nullptr);
+            bool mark = true, bool* copied = nullptr, Place position = {});
   // Whether chunk `key` of `version` is staged or being staged (a worker's miss then asks its
   // rank to read it, without a claim).
   bool holds(const Key& key, std::uint64_t version) const;
@@ -82,13 +94,22 @@ class PrefetchStage {
   struct Entry {
     std::uint64_t version = 0;
     std::uint64_t length = 0;
-    std::uint64_t taken = 0;  // bytes reads have copied out
-    Place at;
+    std::uint64_t taken = 0;  // bytes reads have copied out for the current use
+    std::uint32_t uses = 1;   // entries of the schedule it was reserved for, not yet read
+    bool used = false;        // a read has taken some of it
+    Place at{};               // the last of those entries
     bool filled = false;
     bool copied = false;                 // filled from another node's copy, not the PFS
     std::unique_ptr<std::byte[]> bytes;  // null once filled: the load failed
   };
+  struct Expected {
+    Place at{};  // the last of the entries
+    std::uint32_t uses = 0;
+  };
   void erase(std::unordered_map<Key, Entry, KeyHash>::iterator it);  // mu_ held
+  // Counts entry `at` as a use of `e` (held) unless it is the one it was reserved for; a newer
+  // schedule's entry stands for the older one's. mu_ held.
+  static void add_use(Entry& e, Place at, std::uint32_t n);
 
   static constexpr std::size_t kReadMarks = 1 << 16;  // the oldest go first
 
@@ -98,8 +119,10 @@ class PrefetchStage {
   std::unordered_map<Key, Entry, KeyHash> entries_;
   std::atomic<std::size_t> entries_n_{0};
   std::uint64_t bytes_ = 0;
-  std::unordered_set<Key, KeyHash> read_;
+  std::unordered_map<Key, Place, KeyHash> read_;  // marks: the reads' position then
   std::deque<Key> read_order_;
+  std::unordered_map<Key, Expected, KeyHash> expected_;  // expect()ed, not reserved yet
+  std::deque<Key> expected_order_;
 };
 
 }  // namespace larder

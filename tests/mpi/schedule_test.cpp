@@ -339,6 +339,47 @@ TEST_F(ScheduleTest, ChunksPastTheBudgetThatAnotherNodeHoldsAreCopiedIntoTheStag
   EXPECT_EQ(u64(stats["integrity"]["mismatches"]), 0U);
 }
 
+// A schedule of two epochs over the same files (a loader that reads the same shard every
+// epoch, as DLIO's does, hands the next epoch's order with this one's): a chunk staged past the
+// budget is kept after the first epoch's read for the second's, which the next schedule then
+// finds staged. Each rank reads it from the PFS once, not once per epoch.
+TEST_F(ScheduleTest, AChunkStagedForTwoEpochsIsReadFromThePfsOnceForBoth) {
+  if (size() != 4) GTEST_SKIP() << "needs 4 ranks on 2 nodes";
+  set_env("LARDER_MEM", "256K");
+  const std::uint64_t bytes = make_dataset();
+  init();
+  const std::vector<Read> first = reads_of(rank(), 0);
+  const std::vector<Read> second(first.rbegin(), first.rend());
+  schedule(first);
+  schedule(second, LARDER_SCHEDULE_APPEND);
+  settle();
+  barrier();
+  read(first, "epoch 0");
+  barrier();
+  schedule(second);  // the next epoch's schedule replaces this one
+  settle();
+  barrier();
+  read(second, "epoch 1, the same files");
+  barrier();
+  const auto stats = finalize();
+  if (rank() == 0 && std::getenv("LARDER_TEST_SHOW") != nullptr) {
+    std::printf("%s\n%s\n", stats.dump().c_str(), stats["prefetch"].dump().c_str());
+  }
+  const auto& p = stats["prefetch"];
+  EXPECT_GT(u64(p["staged_bytes"]), 0U) << p.dump();
+  // Both epochs' reads past the budget were served from the stages.
+  EXPECT_EQ(u64(p["staged_reads"]), u64(stats["fallbacks"])) << p.dump() << stats.dump();
+  EXPECT_EQ(u64(p["waited"]), 0U) << p.dump();
+  EXPECT_EQ(u64(stats["misses"]), 0U) << stats.dump();
+  // Each PFS byte was read ahead, and once for both epochs: the dataset, and the large files'
+  // chunk that ranks of both nodes read once more. (Freed after the first epoch's read, the
+  // staged chunks were read again for the second: about twice the staged bytes.)
+  EXPECT_EQ(u64(stats["pfs"]["bytes_read"]), u64(p["loaded_bytes"]) + u64(p["staged_bytes"]))
+      << stats["pfs"].dump() << p.dump();
+  EXPECT_LE(u64(stats["pfs"]["bytes_read"]), bytes + 2 * kChunk) << stats["pfs"].dump();
+  EXPECT_EQ(u64(p["unused_bytes"]), 0U) << p.dump();
+}
+
 TEST_F(ScheduleTest, ReadsThatRaceASmallStageGetTheirBytesAndReadEachChunkOnce) {
   if (size() != 4) GTEST_SKIP() << "needs 4 ranks on 2 nodes";
   set_env("LARDER_MEM", "256K");

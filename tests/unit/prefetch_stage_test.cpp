@@ -1,4 +1,5 @@
-// PrefetchStage: a rank's chunks past the budget, read ahead and handed to their reads once.
+// PrefetchStage: a rank's chunks past the budget, read ahead and handed to the reads of the
+// schedule's entries that name them.
 #include "runtime/cache/prefetch_stage.hpp"
 
 #include <gtest/gtest.h>
@@ -35,7 +36,7 @@ TEST(PrefetchStageTest, AChunkIsTakenByItsReadsUntilTheyCoverItThenFreed) {
   PrefetchStage stage(1000);
   EXPECT_TRUE(stage.empty());
   ASSERT_EQ(stage.reserve(key_of(1), 5, 100, {0, 0}), Reserved::kYes);
-  EXPECT_EQ(stage.reserve(key_of(1), 5, 100, {0, 1}), Reserved::kHeld);
+  EXPECT_EQ(stage.reserve(key_of(1), 5, 100, {0, 0}), Reserved::kHeld);  // the same entry
   stage.fill(key_of(1), bytes_of(100, 3));
   EXPECT_EQ(stage.bytes(), 100U);
   std::vector<std::byte> part(60);
@@ -48,6 +49,46 @@ TEST(PrefetchStageTest, AChunkIsTakenByItsReadsUntilTheyCoverItThenFreed) {
   EXPECT_EQ(stage.bytes(), 0U);
   // Gone: the next read of it goes to the PFS.
   EXPECT_EQ(stage.take(key_of(1), 5, 0, part), Took::kAbsent);
+}
+
+TEST(PrefetchStageTest, AChunkTwoEntriesNameIsKeptUntilTheReadsOfBothHaveTakenIt) {
+  // A schedule of two epochs names a file in each: staged for the second epoch's entry while
+  // the first epoch's read of it is still to come, it stays for the second.
+  PrefetchStage stage(1000);
+  ASSERT_EQ(stage.reserve(key_of(1), 5, 100, {3, 2}), Reserved::kYes);
+  EXPECT_EQ(stage.reserve(key_of(1), 5, 100, {3, 18}), Reserved::kHeld);
+  EXPECT_EQ(stage.bytes(), 100U);  // held once
+  stage.fill(key_of(1), bytes_of(100, 3));
+  std::vector<std::byte> got(100);
+  EXPECT_EQ(stage.take(key_of(1), 5, 0, got), Took::kTaken);  // the first epoch's read
+  EXPECT_TRUE(equals(got, 0, 3));
+  EXPECT_FALSE(stage.empty());
+  std::vector<std::byte> half(50);
+  EXPECT_EQ(stage.take(key_of(1), 5, 0, half), Took::kTaken);  // the second's, in two reads
+  EXPECT_EQ(stage.take(key_of(1), 5, 50, half), Took::kTaken);
+  EXPECT_TRUE(equals(half, 50, 3));
+  EXPECT_TRUE(stage.empty());
+  // Not dropped as unused while its last entry is ahead of the reads.
+  ASSERT_EQ(stage.reserve(key_of(2), 5, 100, {3, 2}), Reserved::kYes);
+  ASSERT_EQ(stage.reserve(key_of(2), 5, 100, {3, 30}), Reserved::kHeld);
+  stage.fill(key_of(2), bytes_of(100, 4));
+  EXPECT_EQ(stage.take(key_of(2), 5, 0, got), Took::kTaken);
+  EXPECT_EQ(stage.drop_passed(3, 20, 5).chunks, 0U);
+  EXPECT_FALSE(stage.empty());
+  EXPECT_EQ(stage.drop_passed(3, 40, 5).chunks, 0U);  // dropped, but it was used
+  EXPECT_TRUE(stage.empty());
+}
+
+TEST(PrefetchStageTest, ANewScheduleNamingAStagedChunkAgainIsTheSameUse) {
+  // The next epoch's schedule replaces the one that staged its chunks ahead: its entry is the
+  // one the old schedule staged the chunk for, so one read frees it.
+  PrefetchStage stage(1000);
+  ASSERT_EQ(stage.reserve(key_of(1), 5, 100, {3, 20}), Reserved::kYes);
+  stage.fill(key_of(1), bytes_of(100, 3));
+  EXPECT_EQ(stage.reserve(key_of(1), 5, 100, {4, 4}), Reserved::kHeld);
+  std::vector<std::byte> got(100);
+  EXPECT_EQ(stage.take(key_of(1), 5, 0, got), Took::kTaken);
+  EXPECT_TRUE(stage.empty());
 }
 
 TEST(PrefetchStageTest, AReadLearnsWhetherItsChunkWasCopiedFromAnotherNode) {
@@ -85,6 +126,27 @@ TEST(PrefetchStageTest, AReadThatWentToThePfsTurnsTheNextReservationDownOnce) {
   EXPECT_EQ(stage.reserve(key_of(4), 5, 100, {0, 0}), Reserved::kRead);
   EXPECT_EQ(stage.reserve(key_of(4), 5, 100, {0, 1}), Reserved::kYes);  // a later entry's
   stage.fill(key_of(4), nullptr);  // its load failed: readers go to the PFS
+  EXPECT_TRUE(stage.empty());
+}
+
+TEST(PrefetchStageTest, AReadsMarkTurnsDownItsOwnEntryNotALaterOneOfTheSameChunk) {
+  PrefetchStage stage(1000);
+  std::vector<std::byte> got(10);
+  // The reads were at entry 20 of schedule 3 when this one went to the PFS itself.
+  EXPECT_EQ(stage.take(key_of(4), 5, 0, got, true, nullptr, {3, 20}), Took::kAbsent);
+  EXPECT_EQ(stage.reserve(key_of(4), 5, 100, {3, 20 + PrefetchStage::kMarkReach - 1}),
+            Reserved::kRead);
+  // The next epoch's entry of the same chunk is staged.
+  EXPECT_EQ(stage.take(key_of(4), 5, 0, got, true, nullptr, {3, 20}), Took::kAbsent);
+  EXPECT_EQ(stage.reserve(key_of(4), 5, 100, {3, 20 + PrefetchStage::kMarkReach}), Reserved::kYes);
+  stage.fill(key_of(4), bytes_of(100, 1));
+  EXPECT_EQ(stage.drop_all().chunks, 1U);
+  // An older schedule's batch still running is turned down; a newer schedule's entry is not.
+  EXPECT_EQ(stage.take(key_of(5), 5, 0, got, true, nullptr, {3, 0}), Took::kAbsent);
+  EXPECT_EQ(stage.reserve(key_of(5), 5, 100, {2, 40}), Reserved::kRead);
+  EXPECT_EQ(stage.take(key_of(5), 5, 0, got, true, nullptr, {3, 30}), Took::kAbsent);
+  EXPECT_EQ(stage.reserve(key_of(5), 5, 100, {4, 0}), Reserved::kYes);
+  stage.fill(key_of(5), nullptr);
   EXPECT_TRUE(stage.empty());
 }
 
