@@ -238,7 +238,8 @@ void print_one(const json& s) {
       "position, {} "
       "batches past the node's budget; {} chunks ({}) read ahead into the ranks' stages past "
       "it, {} ({}) copied there from other nodes, {} reads served from there, {} times a stage "
-      "was full; {} reads found their chunk "
+      "was full, {} chunks ({}) dropped from a stage for one used sooner; {} reads found their "
+      "chunk "
       "made ready ahead, {} waited for its prefetch ({}); {} chunks ({}) made ready or staged "
       "that no read used\n",
       num(counter(s, "prefetch.entries")), num(counter(s, "prefetch.chunks")),
@@ -247,7 +248,8 @@ void print_one(const json& s) {
       num(counter(s, "prefetch.no_room")), num(counter(s, "prefetch.staged_chunks")),
       bytes(counter(s, "prefetch.staged_bytes")), num(counter(s, "prefetch.copied_chunks")),
       bytes(counter(s, "prefetch.copied_bytes")), num(counter(s, "prefetch.staged_reads")),
-      num(counter(s, "prefetch.stage_full")), num(counter(s, "prefetch.ready")),
+      num(counter(s, "prefetch.stage_full")), num(counter(s, "prefetch.evicted_chunks")),
+      bytes(counter(s, "prefetch.evicted_bytes")), num(counter(s, "prefetch.ready")),
       num(counter(s, "prefetch.waited")),
       time_text(static_cast<double>(counter(s, "prefetch.wait_ns").value_or(0))),
       num(counter(s, "prefetch.unused_chunks")), bytes(counter(s, "prefetch.unused_bytes")));

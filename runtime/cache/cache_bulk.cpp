@@ -824,17 +824,21 @@ bool Cache::prefetch_batch(std::span<const ScheduledRead> reads, PrefetchStage::
 void Cache::stage_chunks(std::span<const BulkItem> items,
                          std::span<const PrefetchStage::Place> places) {
   std::vector<std::size_t> loads;
+  PrefetchStage::Dropped evicted;  // staged chunks used later, dropped to make room
   for (std::size_t i = 0; i < items.size(); ++i) {
     const BulkItem& it = items[i];
     const std::uint64_t length = ChunkGeometry{it.size, config_.chunk_size}.chunk_length(it.index);
     if (length == 0) continue;
-    const PrefetchStage::Reserved r = stage_->reserve(it.key, it.version, length, places[i]);
+    const PrefetchStage::Reserved r =
+        stage_->reserve(it.key, it.version, length, places[i], &evicted);
     if (r == PrefetchStage::Reserved::kFull) {  // the rest is read on demand
       stats_.add(Counter::prefetch_stage_full);
       break;
     }
     if (r == PrefetchStage::Reserved::kYes) loads.push_back(i);
   }
+  stats_.add(Counter::prefetch_evicted_chunks, evicted.chunks);
+  stats_.add(Counter::prefetch_evicted_bytes, evicted.bytes);
   load_all(loads.size(), [&](std::size_t u) {
     const BulkItem& it = items[loads[u]];
     const std::uint64_t length = ChunkGeometry{it.size, config_.chunk_size}.chunk_length(it.index);
@@ -873,12 +877,14 @@ void Cache::stage_copies(std::span<const BulkItem> items,
   std::vector<const BulkItem*> of;
   std::vector<std::unique_ptr<std::byte[]>> buffers;
   std::vector<Transport::Hashed> arrived(items.size());  // never reallocated: ops point into it
+  PrefetchStage::Dropped evicted;  // staged chunks used later, dropped to make room
   for (std::size_t i = 0; i < items.size(); ++i) {
     const BulkItem& it = items[i];
     const auto origin = unpack<ChunkRecord>(it.answer.payload);
     if (origin.length == 0 || (origin.version != 0 && origin.version != it.version)) continue;
     if (origin.tier == Tier::kFile && !learn_segment(origin.owner, origin.segment).ok()) continue;
-    const PrefetchStage::Reserved r = stage_->reserve(it.key, it.version, origin.length, places[i]);
+    const PrefetchStage::Reserved r =
+        stage_->reserve(it.key, it.version, origin.length, places[i], &evicted);
     if (r == PrefetchStage::Reserved::kFull) {  // the rest is read on demand
       stats_.add(Counter::prefetch_stage_full);
       break;
@@ -902,6 +908,8 @@ void Cache::stage_copies(std::span<const BulkItem> items,
     of.push_back(&it);
     buffers.push_back(std::move(bytes));
   }
+  stats_.add(Counter::prefetch_evicted_chunks, evicted.chunks);
+  stats_.add(Counter::prefetch_evicted_bytes, evicted.bytes);
   if (ops.empty()) return;
   std::vector<Status> got(ops.size());
   timed_get_many(ops, got);

@@ -72,10 +72,11 @@ void Cache::pump_prefetch() {
   const std::uint64_t in_flight_entries =
       plan_entry_bytes_ == 0 ? kPrefetchMaxBatch
                              : std::max<std::uint64_t>(1, kPrefetchInFlight / plan_entry_bytes_);
-  // Past the budget the stage bounds the bytes ahead: batches wait while it is full (a read
-  // that takes a staged chunk pumps again).
-  while (plan_running_ < at_once && plan_next_ < end && plan_next_ < limit && !plan_full_ &&
-         (stage_ == nullptr || !plan_staging_ || !stage_->full())) {
+  // Past the budget the stage bounds the bytes ahead: batches wait while it is full of chunks
+  // used before the next entry (a read that takes a staged chunk pumps again).
+  while (
+      plan_running_ < at_once && plan_next_ < end && plan_next_ < limit && !plan_full_ &&
+      (stage_ == nullptr || !plan_staging_ || !stage_->full_for({plan_generation_, plan_next_}))) {
     const std::uint64_t want = std::min(
         {kPrefetchMaxBatch, kPrefetchFirstBatch << std::min(plan_batches_, std::uint32_t{8}),
          std::max<std::uint64_t>(1, in_flight_entries / kPrefetchBatches)});

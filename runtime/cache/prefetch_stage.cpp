@@ -1,12 +1,13 @@
 #include "runtime/cache/prefetch_stage.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace larder {
 
 PrefetchStage::Reserved PrefetchStage::reserve(const Key& key, std::uint64_t version,
-                                               std::uint64_t length, Place at) {
+                                               std::uint64_t length, Place at, Dropped* evicted) {
   std::lock_guard lock(mu_);
   if (auto m = read_.find(key); m != read_.end()) {
     const Place read_at = m->second;
@@ -18,16 +19,25 @@ PrefetchStage::Reserved PrefetchStage::reserve(const Key& key, std::uint64_t ver
     }
   }
   if (auto it = entries_.find(key); it != entries_.end()) {
-    add_use(it->second, at, 1);
+    add_uses(it->second, at.generation, std::span(&at.entry, 1));
     return Reserved::kHeld;
   }
-  if (bytes_ + length > capacity_) return Reserved::kFull;
+  while (bytes_ + length > capacity_) {
+    auto victim = furthest_after(at);
+    if (victim == entries_.end()) return Reserved::kFull;
+    if (evicted != nullptr) {
+      ++evicted->chunks;
+      evicted->bytes += victim->second.length;
+    }
+    erase(victim);
+  }
   Entry& e = entries_[key];
   e.version = version;
   e.length = length;
-  e.at = at;
+  e.generation = at.generation;
+  e.uses.assign(1, at.entry);
   if (auto x = expected_.find(key); x != expected_.end()) {
-    add_use(e, x->second.at, x->second.uses);
+    add_uses(e, x->second.generation, x->second.uses);
     expected_.erase(x);  // the oldest-first order forgets it when it comes round
   }
   bytes_ += length;
@@ -48,28 +58,52 @@ void PrefetchStage::fill(const Key& key, std::unique_ptr<std::byte[]> bytes, boo
   filled_.notify_all();
 }
 
-void PrefetchStage::add_use(Entry& e, Place at, std::uint32_t n) {
-  if (at.generation == e.at.generation && at.entry != e.at.entry) {
-    e.uses += n;  // another entry of this schedule: kept until its reads too
-    e.at.entry = std::max(e.at.entry, at.entry);
-  } else if (at.generation > e.at.generation) {
-    e.uses = 1;  // a new schedule names it again: its entry stands for the old ones
-    e.at = at;
+void PrefetchStage::add_uses(Entry& e, std::uint64_t generation,
+                             std::span<const std::uint64_t> uses) {
+  if (generation > e.generation) {
+    e.generation = generation;  // a new schedule names it again: its entries stand for the old
+    e.uses.clear();
+  } else if (generation < e.generation) {
+    return;
   }
+  for (const std::uint64_t u : uses) {
+    auto at = std::lower_bound(e.uses.begin(), e.uses.end(), u);
+    if (at == e.uses.end() || *at != u) e.uses.insert(at, u);
+  }
+}
+
+std::uint64_t PrefetchStage::next_use(const Entry& e, std::uint64_t generation) {
+  return e.generation < generation ? UINT64_MAX : e.uses.front();
+}
+
+std::unordered_map<Key, PrefetchStage::Entry, KeyHash>::iterator PrefetchStage::furthest_after(
+    Place at) {
+  auto best = entries_.end();
+  std::uint64_t best_use = at.entry;
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    // A chunk being loaded stays: a read may be waiting for it.
+    if (!it->second.filled || it->second.generation > at.generation) continue;
+    const std::uint64_t use = next_use(it->second, at.generation);
+    if (use > best_use) {
+      best = it;
+      best_use = use;
+    }
+  }
+  return best;
 }
 
 void PrefetchStage::expect(const Key& key, Place at) {
   std::lock_guard lock(mu_);
   if (auto it = entries_.find(key); it != entries_.end()) {
-    add_use(it->second, at, 1);
+    add_uses(it->second, at.generation, std::span(&at.entry, 1));
     return;
   }
   auto [x, fresh] = expected_.try_emplace(key);
-  if (fresh || at.generation > x->second.at.generation) {
-    x->second = Expected{at, 1};
-  } else if (at.generation == x->second.at.generation) {
-    ++x->second.uses;
-    x->second.at.entry = std::max(x->second.at.entry, at.entry);
+  if (fresh || at.generation > x->second.generation) {
+    x->second.generation = at.generation;
+    x->second.uses.assign(1, at.entry);
+  } else if (at.generation == x->second.generation) {
+    x->second.uses.push_back(at.entry);
   }
   if (fresh) {
     expected_order_.push_back(key);
@@ -108,9 +142,10 @@ PrefetchStage::Took PrefetchStage::take(const Key& key, std::uint64_t version, s
   std::memcpy(into.data(), e.bytes.get() + offset, into.size());
   e.used = true;
   e.taken += into.size();
-  if (e.taken >= e.length) {  // one entry's reads are done
+  if (e.taken >= e.length) {  // the next entry's reads are done
     e.taken = 0;
-    if (--e.uses == 0) erase(it);
+    e.uses.erase(e.uses.begin());
+    if (e.uses.empty()) erase(it);
   }
   return waited ? Took::kWaited : Took::kTaken;
 }
@@ -120,8 +155,8 @@ PrefetchStage::Dropped PrefetchStage::drop_passed(std::uint64_t generation, std:
   Dropped d;
   std::lock_guard lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
-    const Place at = it->second.at;
-    const bool passed = at.generation < generation ? position > lag : at.entry + lag < position;
+    const Entry& e = it->second;
+    const bool passed = e.generation < generation ? position > lag : e.uses.back() + lag < position;
     if (passed && it->second.filled) {
       if (!it->second.used) {  // partly read: used
         ++d.chunks;
@@ -168,6 +203,15 @@ bool PrefetchStage::holds(const Key& key, std::uint64_t version) const {
 bool PrefetchStage::full() const {
   std::lock_guard lock(mu_);
   return bytes_ >= capacity_;
+}
+
+bool PrefetchStage::full_for(Place next) const {
+  std::lock_guard lock(mu_);
+  if (bytes_ < capacity_) return false;
+  return std::none_of(entries_.begin(), entries_.end(), [&](const auto& kv) {
+    const Entry& e = kv.second;
+    return e.filled && e.generation <= next.generation && next_use(e, next.generation) > next.entry;
+  });
 }
 
 std::uint64_t PrefetchStage::bytes() const {

@@ -5,11 +5,12 @@
 // A chunk is reserved before its load (the read that comes meanwhile waits for it rather than
 // read the PFS a second time), filled once, and taken by reads until they have covered its
 // bytes once for each entry of the schedule that reserved it (a schedule of two epochs names a
-// file twice), then freed. A read that went to the PFS before the stage reserved the chunk
-// leaves a mark, tagged with the reads' position then, that turns down a reservation for an
-// entry up to kMarkReach past that position (the entry it was for has been read) and lets a
-// later entry's through. Entries are tagged with the place in the schedule of their last use
-// and dropped, unread, once the reads are far past it. Thread-safe.
+// file twice), then freed. When the stage is full, the filled chunk whose next use is furthest
+// (Belady), if it is further than the entry to reserve, makes room for it. A read that went to
+// the PFS before the stage reserved the chunk leaves a mark, tagged with the reads' position
+// then, that turns down a reservation for an entry up to kMarkReach past that position (the
+// entry it was for has been read) and lets a later entry's through. Entries are dropped, unread,
+// once the reads are far past their last use. Thread-safe.
 #ifndef LARDER_RUNTIME_CACHE_PREFETCH_STAGE_HPP_
 #define LARDER_RUNTIME_CACHE_PREFETCH_STAGE_HPP_
 
@@ -22,6 +23,7 @@
 #include <mutex>
 #include <span>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/chunk/chunk_key.hpp"
 
@@ -52,10 +54,13 @@ class PrefetchStage {
   ~PrefetchStage() = default;
 
   // Reserves room for chunk `key` (`length` bytes of version `version`) for the schedule's entry
-  // `at`: kYes, then the caller must call fill() once. kFull: no room now; kHeld: already
-  // staged (for another entry of the same schedule it is kept for this one too); kRead: a read
-  // has taken the PFS's bytes of it for this entry (that read's mark is used up).
-  Reserved reserve(const Key& key, std::uint64_t version, std::uint64_t length, Place at);
+  // `at`: kYes, then the caller must call fill() once. kFull: no room now, and no staged chunk
+  // is used later than `at`; kHeld: already staged (for another entry of the same schedule it
+  // is kept for this one too); kRead: a read has taken the PFS's bytes of it for this entry
+  // (that read's mark is used up). `evicted`, when given, counts the chunks dropped to make
+  // room (their next use was further than `at`'s).
+  Reserved reserve(const Key& key, std::uint64_t version, std::uint64_t length, Place at,
+                   Dropped* evicted = nullptr);
   // The bytes of a reserved chunk, or nothing (the load failed: readers go the usual way).
   // `copied`: they came from another node's copy (checked against its hash), not the PFS.
   void fill(const Key& key, std::unique_ptr<std::byte[]> bytes, bool copied = false);
@@ -88,28 +93,36 @@ class PrefetchStage {
   // Whether anything is staged or reserved (one relaxed load: most reads).
   bool empty() const noexcept { return entries_n_.load(std::memory_order_relaxed) == 0; }
   bool full() const;
+  // Whether a reservation for entry `next` (or later) would find no room: full, and every
+  // filled chunk is used before it.
+  bool full_for(Place next) const;
   std::uint64_t bytes() const;
 
  private:
   struct Entry {
     std::uint64_t version = 0;
     std::uint64_t length = 0;
-    std::uint64_t taken = 0;  // bytes reads have copied out for the current use
-    std::uint32_t uses = 1;   // entries of the schedule it was reserved for, not yet read
-    bool used = false;        // a read has taken some of it
-    Place at{};               // the last of those entries
+    std::uint64_t taken = 0;          // bytes reads have copied out for the current use
+    std::uint64_t generation = 0;     // the schedule `uses` are entries of
+    std::vector<std::uint64_t> uses;  // its entries it is staged for, not yet read, ascending
+    bool used = false;                // a read has taken some of it
     bool filled = false;
     bool copied = false;                 // filled from another node's copy, not the PFS
     std::unique_ptr<std::byte[]> bytes;  // null once filled: the load failed
   };
   struct Expected {
-    Place at{};  // the last of the entries
-    std::uint32_t uses = 0;
+    std::uint64_t generation = 0;
+    std::vector<std::uint64_t> uses;
   };
   void erase(std::unordered_map<Key, Entry, KeyHash>::iterator it);  // mu_ held
-  // Counts entry `at` as a use of `e` (held) unless it is the one it was reserved for; a newer
-  // schedule's entry stands for the older one's. mu_ held.
-  static void add_use(Entry& e, Place at, std::uint32_t n);
+  // Adds the entries `uses` of schedule `generation` to those `e` is kept for; a newer
+  // schedule's stand for the older one's (the same reads), an older one's are ignored.
+  static void add_uses(Entry& e, std::uint64_t generation, std::span<const std::uint64_t> uses);
+  // How far chunk `e`'s next use is, seen from schedule `generation`: an older schedule's
+  // chunk is furthest. mu_ held.
+  static std::uint64_t next_use(const Entry& e, std::uint64_t generation);
+  // The filled chunk used furthest after `at`, or end(). mu_ held.
+  std::unordered_map<Key, Entry, KeyHash>::iterator furthest_after(Place at);
 
   static constexpr std::size_t kReadMarks = 1 << 16;  // the oldest go first
 

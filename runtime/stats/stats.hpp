@@ -59,6 +59,8 @@ namespace larder {
   X(prefetch_stage_full, "prefetch.stage_full")                     \
   X(prefetch_copied_chunks, "prefetch.copied_chunks")               \
   X(prefetch_copied_bytes, "prefetch.copied_bytes")                 \
+  X(prefetch_evicted_chunks, "prefetch.evicted_chunks")             \
+  X(prefetch_evicted_bytes, "prefetch.evicted_bytes")               \
   X(readahead_chunks, "readahead.chunks")                           \
   X(readahead_bytes, "readahead.bytes")                             \
   X(fallbacks, "fallbacks")                                         \

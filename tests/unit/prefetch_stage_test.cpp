@@ -167,6 +167,43 @@ TEST(PrefetchStageTest, TheCapacityBoundsWhatIsReserved) {
   EXPECT_TRUE(stage.empty());
 }
 
+TEST(PrefetchStageTest, WhenFullTheChunkUsedFurthestMakesRoomForOneUsedSooner) {
+  PrefetchStage stage(300);
+  // A is staged for entries 2 and 40 (this epoch and the next), B and C for 3 and 4.
+  ASSERT_EQ(stage.reserve(key_of(1), 1, 100, {1, 2}), Reserved::kYes);
+  ASSERT_EQ(stage.reserve(key_of(1), 1, 100, {1, 40}), Reserved::kHeld);
+  ASSERT_EQ(stage.reserve(key_of(2), 1, 100, {1, 3}), Reserved::kYes);
+  ASSERT_EQ(stage.reserve(key_of(3), 1, 100, {1, 4}), Reserved::kYes);
+  // Full, every chunk used before entry 5: nothing to drop for it.
+  PrefetchStage::Dropped evicted;
+  EXPECT_TRUE(stage.full_for({1, 5}));
+  EXPECT_EQ(stage.reserve(key_of(4), 1, 100, {1, 5}, &evicted), Reserved::kFull);
+  stage.fill(key_of(1), bytes_of(100, 1));
+  stage.fill(key_of(2), bytes_of(100, 2));
+  std::vector<std::byte> got(100);
+  EXPECT_EQ(stage.take(key_of(1), 1, 0, got), Took::kTaken);  // entry 2's read: A waits for 40
+  EXPECT_TRUE(equals(got, 0, 1));
+  EXPECT_FALSE(stage.full_for({1, 5}));
+  EXPECT_TRUE(stage.full_for({1, 40}));  // nothing is used after entry 40
+  EXPECT_EQ(stage.reserve(key_of(4), 1, 100, {1, 41}, &evicted), Reserved::kFull);
+  // Entry 5's chunk takes A's room: A is read again when entry 40 comes.
+  EXPECT_EQ(stage.reserve(key_of(4), 1, 100, {1, 5}, &evicted), Reserved::kYes);
+  EXPECT_EQ(evicted.chunks, 1U);
+  EXPECT_EQ(evicted.bytes, 100U);
+  EXPECT_EQ(stage.take(key_of(1), 1, 0, got), Took::kAbsent);
+  // A newer schedule's entry: the older schedule's filled chunks (B, D) are used furthest; C
+  // is still loading (a read may be waiting for it) and stays.
+  stage.fill(key_of(4), bytes_of(100, 4));
+  EXPECT_EQ(stage.reserve(key_of(5), 1, 100, {2, 0}, &evicted), Reserved::kYes);
+  EXPECT_EQ(evicted.chunks, 2U);
+  EXPECT_NE(stage.holds(key_of(2), 1), stage.holds(key_of(4), 1));  // one of them went
+  EXPECT_TRUE(stage.holds(key_of(3), 1));
+  stage.fill(key_of(3), bytes_of(100, 3));
+  stage.fill(key_of(5), bytes_of(100, 5));
+  EXPECT_EQ(stage.take(key_of(3), 1, 0, got), Took::kTaken);
+  EXPECT_TRUE(equals(got, 0, 3));
+}
+
 TEST(PrefetchStageTest, ChunksTheReadsWentFarPastAreDroppedAsUnused) {
   PrefetchStage stage(10000);
   for (std::uint64_t e = 0; e < 4; ++e) {
