@@ -3,8 +3,22 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 
 namespace larder {
+namespace {
+
+// Records `key` as the newest of `map`'s keys in `order`, forgetting the oldest past `bound`.
+template <class Map>
+void remember(Map& map, std::deque<Key>& order, const Key& key, std::size_t bound) {
+  order.push_back(key);
+  if (order.size() > bound) {
+    map.erase(order.front());
+    order.pop_front();
+  }
+}
+
+}  // namespace
 
 PrefetchStage::Reserved PrefetchStage::reserve(const Key& key, std::uint64_t version,
                                                std::uint64_t length, Place at, Dropped* evicted) {
@@ -105,13 +119,7 @@ void PrefetchStage::expect(const Key& key, Place at) {
   } else if (at.generation == x->second.generation) {
     x->second.uses.push_back(at.entry);
   }
-  if (fresh) {
-    expected_order_.push_back(key);
-    if (expected_order_.size() > kReadMarks) {
-      expected_.erase(expected_order_.front());
-      expected_order_.pop_front();
-    }
-  }
+  if (fresh) remember(expected_, expected_order_, key, kReadMarks);
 }
 
 PrefetchStage::Took PrefetchStage::take(const Key& key, std::uint64_t version, std::uint64_t offset,
@@ -129,11 +137,7 @@ PrefetchStage::Took PrefetchStage::take(const Key& key, std::uint64_t version, s
       offset + into.size() > it->second.length) {
     if (it != entries_.end()) erase(it);  // another version: no read wants these bytes
     if (mark && read_.insert_or_assign(key, position).second) {
-      read_order_.push_back(key);
-      if (read_order_.size() > kReadMarks) {
-        read_.erase(read_order_.front());
-        read_order_.pop_front();
-      }
+      remember(read_, read_order_, key, kReadMarks);
     }
     return Took::kAbsent;
   }
